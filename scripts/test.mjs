@@ -1,0 +1,21 @@
+// Runs every *.test.ts under test/ with node's own test runner (through tsx), several files at once:
+// each file gets its own SQLite database and its own PostgreSQL schema, so files never share state.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function walk(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const filters = process.argv.slice(2);
+const files = walk('test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
+if (files.length === 0) {
+  console.error('no test files matched');
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=4', ...files], { stdio: 'inherit' });
+process.exit(r.status ?? 1);

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { AppContext } from './context.js';
+import { registerAuth } from './http/auth.js';
+import { errorHandler, failureBody } from './http/errors.js';
+import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
+import { ErrorEnvelope } from './http/schemas.js';
+import { documentsRoutes } from './modules/documents/documents.routes.js';
+import { faqsRoutes } from './modules/faqs/faqs.routes.js';
+
+export interface BuildAppOptions {
+  logger?: FastifyServerOptions['logger'];
+  limiter?: RateLimiter;
+}
+
+const BODY_LIMIT = 1024 * 1024;
+
+function makeAjv(coerce: boolean) {
+  // Bodies are never coerced ("5" is not a number) and unknown fields are refused, not silently removed;
+  // query strings and path parameters arrive as text, so they are coerced.
+  const ajv = new Ajv.default({
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : `req_${randomUUID()}`;
+    },
+    requestIdHeader: false,
+    return503OnClosing: false,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const bodyAjv = makeAjv(false);
+  const textAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+
+  const limiter = opts.limiter ?? ctx.limiter ?? createRateLimiter({ redisUrl: ctx.config.redisUrl });
+  if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0];
+    reply.code(404).send(failureBody('NOT_FOUND', `no route ${req.method} ${path}`));
+  });
+  app.addSchema(ErrorEnvelope);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Parley API', version: '1.0.0', description: 'Conversational support service: REST API v1' },
+      servers: [{ url: '/v1' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  registerAuth(app, ctx.services.accounts, limiter);
+
+  await app.register(
+    async (v1) => {
+      v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      v1.get('/health', { schema: { hide: true } }, async () => {
+        await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
+        return { success: true, data: { status: 'ok' } };
+      });
+      await v1.register(documentsRoutes(ctx));
+      await v1.register(faqsRoutes(ctx));
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,182 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError, type Config } from '../config.js';
+import { createContext } from '../context.js';
+import { migrateToLatest, openDatabase } from '../db/database.js';
+import { systemClock } from '../lib/clock.js';
+import { AccountsError } from '../modules/accounts/accounts.service.js';
+import { runDemo } from './demo.js';
+import { serve, runWorker } from './serve.js';
+
+const HELP = `parley — conversational support service
+
+Usage:
+  parley serve [--no-worker]          API (and, unless --no-worker, the background worker)
+  parley worker                       background worker only (webhook deliveries, timers)
+  parley migrate                      apply database migrations
+  parley init [--name NAME] [--plan pro]
+                                      create a first account and a server key (printed once)
+  parley demo --account ID            load a sample knowledge base into an account
+  parley accounts create --name NAME --plan free|pro|business|enterprise
+                         [--rate-limit-minute N --rate-limit-day N]
+  parley accounts list
+  parley keys create --account ID [--type server|public] [--scopes a,b,...]
+  parley keys list --account ID
+  parley keys revoke ID
+
+Every command accepts --json (one JSON object on stdout, nothing else there).
+Configuration comes from the environment: see README.md.`;
+
+class UsageError extends Error {}
+
+function intFlag(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
+  const database = openDatabase(config.databaseUrl);
+  try {
+    await migrateToLatest(database.db);
+    return await fn(createContext(config, database, systemClock));
+  } finally {
+    await database.close();
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+      'no-worker': { type: 'boolean', default: false },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      'rate-limit-minute': { type: 'string' },
+      'rate-limit-day': { type: 'string' },
+      account: { type: 'string' },
+      type: { type: 'string' },
+      scopes: { type: 'string' },
+      secret: { type: 'string' },
+      body: { type: 'string' },
+      signature: { type: 'string' },
+    },
+  });
+  const json = values.json ?? false;
+  const out = (obj: Record<string, unknown>, text: string) => {
+    process.stdout.write(json ? `${JSON.stringify(obj)}\n` : `${text}\n`);
+  };
+  const [cmd, sub, arg] = positionals;
+  if (values.help || !cmd) {
+    process.stdout.write(json ? `${JSON.stringify({ help: HELP })}\n` : `${HELP}\n`);
+    return cmd || values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+
+  switch (cmd) {
+    case 'serve':
+      await serve(config, { worker: !values['no-worker'], json });
+      return 0;
+    case 'worker':
+      await runWorker(config, { json });
+      return 0;
+    case 'migrate': {
+      const database = openDatabase(config.databaseUrl);
+      try {
+        const applied = await migrateToLatest(database.db);
+        out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+      } finally {
+        await database.close();
+      }
+      return 0;
+    }
+    case 'init':
+      return withContext(config, async (ctx) => {
+        const account = await ctx.services.accounts.createAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' });
+        const key = await ctx.services.accounts.createKey({ accountId: account.id });
+        out(
+          { account, key },
+          `Created account ${account.id} (${account.name}, plan ${account.plan}).\n` +
+            `Server API key (shown once, store it now):\n\n  ${key.key}\n\n` +
+            `Try: curl -H "Authorization: Bearer ${key.key}" http://${config.host}:${config.port}/v1/documents`,
+        );
+        return 0;
+      });
+    case 'demo': {
+      if (!values.account) throw new UsageError('--account is required');
+      const accountId = values.account;
+      return withContext(config, async (ctx) => {
+        const loaded = await runDemo(ctx, accountId);
+        out(loaded, `Loaded ${loaded.documents} documents and ${loaded.faqs} FAQs into ${accountId}.`);
+        return 0;
+      });
+    }
+    case 'accounts':
+      return withContext(config, async (ctx) => {
+        if (sub === 'create') {
+          const account = await ctx.services.accounts.createAccount({
+            name: values.name ?? '',
+            plan: values.plan ?? '',
+            rateLimitMinute: intFlag('rate-limit-minute', values['rate-limit-minute']),
+            rateLimitDay: intFlag('rate-limit-day', values['rate-limit-day']),
+          });
+          out(account, `Created account ${account.id} (${account.name}, plan ${account.plan}).`);
+          return 0;
+        }
+        if (sub === 'list') {
+          const accounts = await ctx.services.accounts.listAccounts();
+          out({ accounts }, accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)}  ${a.name}`).join('\n') || 'no accounts');
+          return 0;
+        }
+        throw new UsageError('usage: parley accounts create|list');
+      });
+    case 'keys':
+      return withContext(config, async (ctx) => {
+        if (sub === 'create') {
+          if (!values.account) throw new UsageError('--account is required');
+          const key = await ctx.services.accounts.createKey({
+            accountId: values.account,
+            type: values.type,
+            scopes: values.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
+          });
+          out(key, `Created ${key.type} key ${key.id} with scopes ${key.scopes.join(' ')}.\nSecret (shown once):\n\n  ${key.key}\n`);
+          return 0;
+        }
+        if (sub === 'list') {
+          if (!values.account) throw new UsageError('--account is required');
+          const keys = await ctx.services.accounts.listKeys(values.account);
+          out(
+            { keys },
+            keys.map((k) => `${k.id}  ${k.type.padEnd(6)}  ${k.hint}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n') || 'no keys',
+          );
+          return 0;
+        }
+        if (sub === 'revoke') {
+          if (!arg) throw new UsageError('usage: parley keys revoke KEY_ID');
+          const r = await ctx.services.accounts.revokeKey(arg);
+          out(r, `Revoked ${r.id}.`);
+          return 0;
+        }
+        throw new UsageError('usage: parley keys create|list|revoke');
+      });
+    default:
+      throw new UsageError(`unknown command ${cmd}; see parley --help`);
+  }
+}
+
+export async function run(argv: string[]) {
+  const json = argv.includes('--json');
+  try {
+    process.exitCode = await main(argv);
+  } catch (err) {
+    const known = err instanceof AccountsError || err instanceof UsageError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const message = known ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
+    if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    process.stderr.write(`parley: ${message}\n`);
+    process.exitCode = known ? 2 : 1;
+  }
+}

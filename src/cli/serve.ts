@@ -1,0 +1,74 @@
+import type { Config } from '../config.js';
+import { buildApp } from '../app.js';
+import { createContext } from '../context.js';
+import { migrateToLatest, openDatabase } from '../db/database.js';
+import { systemClock } from '../lib/clock.js';
+import { workerTasks } from '../worker/tasks.js';
+import { createWorker } from '../worker/worker.js';
+
+function onShutdown(fn: () => Promise<void>) {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`parley: ${signal} received, shutting down\n`);
+    fn().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`parley: shutdown failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}
+
+export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
+  const database = openDatabase(config.databaseUrl);
+  await migrateToLatest(database.db);
+  const ctx = createContext(config, database, systemClock);
+  const app = await buildApp(ctx, { logger: { level: config.logLevel } });
+  const worker = opts.worker ? createWorker(workerTasks(ctx), app.log) : null;
+
+  const accounts = await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
+  if (accounts.length === 0) {
+    process.stderr.write(
+      'parley: the database has no account yet. Create one and its key with:\n' +
+        '  npx parley init                      (account on the pro plan + server key, printed once)\n' +
+        'or\n  npx parley accounts create --name "Acme" --plan pro\n  npx parley keys create --account <acct_id>\n',
+    );
+  }
+
+  const address = await app.listen({ port: config.port, host: config.host });
+  worker?.start();
+  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
+  else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
+
+  onShutdown(async () => {
+    // Stop taking requests first, then let the worker finish its in-flight attempts and release its leases.
+    await app.close();
+    await worker?.stop();
+    await database.close();
+  });
+}
+
+export async function runWorker(config: Config, opts: { json: boolean }) {
+  const database = openDatabase(config.databaseUrl);
+  await migrateToLatest(database.db);
+  const ctx = createContext(config, database, systemClock);
+  const log = {
+    info: (obj: unknown, msg?: string) => process.stderr.write(`${JSON.stringify({ level: 'info', msg, ...(obj as object) })}\n`),
+    error: (obj: unknown, msg?: string) => {
+      const o = obj as { err?: Error };
+      process.stderr.write(`${JSON.stringify({ level: 'error', msg, ...(obj as object), err: o.err ? String(o.err.stack ?? o.err) : undefined })}\n`);
+    },
+  };
+  const worker = createWorker(workerTasks(ctx), log);
+  worker.start();
+  if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);
+  onShutdown(async () => {
+    await worker.stop();
+    await database.close();
+  });
+}

@@ -1,0 +1,104 @@
+import { parseDuration } from './lib/duration.js';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  redisUrl: string | null;
+  webhookRetryDelaysMs: number[];
+  webhookTimeoutMs: number;
+  webhookAllowPrivateUrls: boolean;
+  conversationIdleTimeoutMs: number;
+  rundownIntervalMs: number;
+  logLevel: string;
+  llm: { baseUrl: string; apiKey: string | null; model: string; timeoutMs: number } | null;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/**
+ * The only place that reads the environment: everything else receives a Config, so tests can build one
+ * without touching process.env and a bad deployment fails at start naming every bad variable at once.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string, fallback: string) => {
+    const v = env[name];
+    return v === undefined || v === '' ? fallback : v;
+  };
+  const int = (name: string, fallback: number, min: number, max: number) => {
+    const raw = str(name, String(fallback));
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name}=${JSON.stringify(raw)}: must be an integer from ${min} to ${max}`);
+      return fallback;
+    }
+    return n;
+  };
+  const duration = (name: string, fallback: string) => {
+    const raw = str(name, fallback);
+    const ms = parseDuration(raw);
+    if (ms === null || ms <= 0) {
+      problems.push(`${name}=${JSON.stringify(raw)}: must be a positive duration such as 250ms, 30s, 5m or 2h`);
+      return parseDuration(fallback)!;
+    }
+    return ms;
+  };
+  const bool = (name: string, fallback: boolean) => {
+    const raw = str(name, String(fallback)).toLowerCase();
+    if (['true', '1', 'yes'].includes(raw)) return true;
+    if (['false', '0', 'no'].includes(raw)) return false;
+    problems.push(`${name}=${JSON.stringify(raw)}: must be true or false`);
+    return fallback;
+  };
+
+  const databaseUrl = str('DATABASE_URL', 'sqlite:./data/parley.db');
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
+    problems.push(`DATABASE_URL=${JSON.stringify(databaseUrl)}: must start with sqlite: or postgres://`);
+  }
+  const redisUrl = str('REDIS_URL', '') || null;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
+    problems.push(`REDIS_URL=${JSON.stringify(redisUrl)}: must start with redis:// or rediss://`);
+  }
+
+  const rawDelays = str('WEBHOOK_RETRY_DELAYS', '0,5m,30m,2h,24h');
+  const webhookRetryDelaysMs: number[] = [];
+  for (const part of rawDelays.split(',')) {
+    const ms = parseDuration(part);
+    if (ms === null) {
+      problems.push(`WEBHOOK_RETRY_DELAYS: entry ${JSON.stringify(part.trim())} is not a duration (use ms, s, m or h)`);
+    } else webhookRetryDelaysMs.push(ms);
+  }
+  if (webhookRetryDelaysMs.length === 0) problems.push('WEBHOOK_RETRY_DELAYS: needs at least one delay');
+
+  const llmBase = str('LLM_BASE_URL', '');
+  const config: Config = {
+    port: int('PORT', 3000, 0, 65535),
+    host: str('HOST', '127.0.0.1'),
+    databaseUrl,
+    redisUrl,
+    webhookRetryDelaysMs,
+    webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s'),
+    webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
+    rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
+    logLevel: str('LOG_LEVEL', 'info'),
+    llm: llmBase
+      ? {
+          baseUrl: llmBase.replace(/\/+$/, ''),
+          apiKey: str('LLM_API_KEY', '') || null,
+          model: str('LLM_MODEL', 'gpt-4o-mini'),
+          timeoutMs: duration('LLM_TIMEOUT', '10s'),
+        }
+      : null,
+  };
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
+    problems.push(`LOG_LEVEL=${JSON.stringify(config.logLevel)}: must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,22 @@
+import type { Config } from './config.js';
+import type { Database } from './db/database.js';
+import type { RateLimiter } from './http/rate-limit.js';
+import type { Clock } from './lib/clock.js';
+import { createAccountsService } from './modules/accounts/accounts.service.js';
+import { createDocumentsService } from './modules/documents/documents.service.js';
+import { createFaqsService } from './modules/faqs/faqs.service.js';
+import { createEventBus } from './modules/webhooks/events.js';
+
+/** Everything a route or job needs, built once per process (or per test) from config, database and clock. */
+export function createContext(config: Config, database: Database, clock: Clock) {
+  const { db } = database;
+  const events = createEventBus({ now: () => clock.now() });
+  const services = {
+    accounts: createAccountsService(db, clock),
+    documents: createDocumentsService(db, clock),
+    faqs: createFaqsService(db, clock),
+  };
+  return { config, database, db, clock, events, services };
+}
+
+export type AppContext = ReturnType<typeof createContext> & { limiter?: RateLimiter };

@@ -1,0 +1,111 @@
+import type { Generated } from 'kysely';
+
+/*
+ * The Kysely view of the tables created by src/db/migrations. Times are Unix milliseconds (bigint on
+ * PostgreSQL, INTEGER on SQLite) so both dialects compare, index and subtract them the same way; booleans are
+ * 0/1 integers and JSON is text, for the same reason.
+ */
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan: 'free' | 'pro' | 'business' | 'enterprise';
+  rate_limit_minute: number | null;
+  rate_limit_day: number | null;
+  /** Bumped in the same transaction as any change to documents or FAQs; caches compare against it. */
+  knowledge_version: Generated<number>;
+  /** JSON: the assistant persona (name, greeting, tone). */
+  assistant_settings: string | null;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  type: 'server' | 'public';
+  /** JSON array of scope names. */
+  scopes: string;
+  /** sha256 hex of the secret; the secret itself is never stored. */
+  hash: string;
+  /** First characters of the secret, to recognise a key in listings. */
+  hint: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface DocumentsTable {
+  id: string;
+  account_id: string;
+  title: string;
+  content: string;
+  status: 'active' | 'draft';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface FaqsTable {
+  id: string;
+  account_id: string;
+  question: string;
+  answer: string;
+  category: string;
+  status: 'approved' | 'pending' | 'draft';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ConversationsTable {
+  id: string;
+  account_id: string;
+  customer_id: string;
+  customer_label: string;
+  customer_email: string | null;
+  persona: string | null;
+  /** JSON object. */
+  metadata: string;
+  status: 'active' | 'ended' | 'escalated';
+  /** Set when the conversation ends: resolved, unresolved or escalated (the conversation.ended status). */
+  outcome: 'resolved' | 'unresolved' | 'escalated' | null;
+  escalation_reason: string | null;
+  /** JSON array of strings. */
+  tags: string;
+  topic: string | null;
+  message_count: Generated<number>;
+  answered_count: Generated<number>;
+  unanswered_streak: Generated<number>;
+  created_at: number;
+  last_message_at: number;
+  escalated_at: number | null;
+  ended_at: number | null;
+}
+
+export interface MessagesTable {
+  id: string;
+  account_id: string;
+  conversation_id: string;
+  role: 'customer' | 'assistant' | 'system';
+  content: string;
+  /** JSON array of document/FAQ ids, assistant messages only. */
+  sources: string | null;
+  created_at: number;
+}
+
+/** The transactional outbox: one row per emitted event, body bytes frozen at emit time. */
+export interface EventsTable {
+  id: string;
+  account_id: string;
+  kind: string;
+  /** The exact JSON body every delivery of this event sends. */
+  payload: string;
+  created_at: number;
+}
+
+export interface DB {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  documents: DocumentsTable;
+  faqs: FaqsTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
+  events: EventsTable;
+}

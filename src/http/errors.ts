@@ -1,0 +1,130 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/** The closed set of error codes (spec "Errors") and the one place that maps each to its HTTP status. */
+export const ERROR_STATUS = {
+  INVALID_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  RATE_LIMITED: 429,
+  SERVER_ERROR: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string | number> = {},
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export const invalidRequest = (message: string) => new ApiError('INVALID_REQUEST', message);
+export const notFound = (what: string, id: string) => new ApiError('NOT_FOUND', `${what} ${id} not found`);
+
+export function failureBody(code: ErrorCode, message: string) {
+  return { success: false as const, error: { code, message } };
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+/** Turns the first validation error into a sentence that names the field and the rule it broke. */
+export function describeValidation(errors: AjvError[], context: string | undefined): string {
+  const part = PART_NAMES[context ?? 'body'] ?? 'body';
+  const e = errors.find((x) => x.keyword !== 'anyOf' && x.keyword !== 'if') ?? errors[0];
+  if (!e) return `${part} is invalid`;
+  const path = e.instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((s) => (/^\d+$/.test(s) ? `[${s}]` : `.${s}`))
+    .join('')
+    .replace(/^\./, '');
+  const field = (extra?: unknown) => {
+    const name = [path, extra].filter((x) => x !== undefined && x !== '').join('.');
+    return name ? `${part}.${name}` : part;
+  };
+  const p = e.params;
+  switch (e.keyword) {
+    case 'required':
+      return `${field(p.missingProperty)} is required`;
+    case 'additionalProperties':
+      return `${field(p.additionalProperty)} is not a known field`;
+    case 'type':
+      return `${field()} must be ${p.type === 'integer' ? 'an integer' : `of type ${String(p.type)}`}`;
+    case 'maxLength':
+      return `${field()} must be at most ${String(p.limit)} characters`;
+    case 'minLength':
+      return Number(p.limit) === 1 ? `${field()} must not be empty` : `${field()} must be at least ${String(p.limit)} characters`;
+    case 'minimum':
+      return `${field()} must be at least ${String(p.limit)}`;
+    case 'maximum':
+      return `${field()} must be at most ${String(p.limit)}`;
+    case 'minItems':
+      return `${field()} must have at least ${String(p.limit)} item(s)`;
+    case 'maxItems':
+      return `${field()} must have at most ${String(p.limit)} items`;
+    case 'uniqueItems':
+      return `${field()} must not contain duplicates`;
+    case 'enum':
+      return `${field()} must be one of ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'const':
+      return `${field()} must be ${JSON.stringify(p.allowedValue)}`;
+    case 'pattern':
+      return `${field()} has an invalid format`;
+    case 'minProperties':
+      return `${field()} must contain at least one field`;
+    default:
+      return `${field()} ${e.message ?? 'is invalid'}`;
+  }
+}
+
+/** Fastify's own errors (parser, size, media type) mapped onto the closed set. */
+function fromFastifyError(err: FastifyError): ApiError | null {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidRequest('body is not valid JSON');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return invalidRequest('body is larger than the 1 MiB limit');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return invalidRequest('Content-Type must be application/json');
+    case 'FST_ERR_CTP_EMPTY_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return invalidRequest('Content-Type header is invalid');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError) return invalidRequest('body is not valid JSON');
+  if (err.statusCode === 413) return invalidRequest('body is larger than the 1 MiB limit');
+  if (err.statusCode === 415) return invalidRequest('Content-Type must be application/json');
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return invalidRequest('malformed request');
+  return null;
+}
+
+export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  let apiError: ApiError | null = null;
+  if (err instanceof ApiError) apiError = err;
+  else if (err.validation) apiError = invalidRequest(describeValidation(err.validation as AjvError[], err.validationContext));
+  else apiError = fromFastifyError(err);
+
+  if (!apiError) {
+    // Unknown failure: the client gets a generic body and the request id to quote; the log gets the rest.
+    req.log.error({ err, reqId: req.id }, 'unhandled error');
+    apiError = new ApiError('SERVER_ERROR', `internal server error (request ${req.id})`);
+  }
+  for (const [k, v] of Object.entries(apiError.headers)) reply.header(k, v);
+  return reply.code(apiError.status).type('application/json').send(failureBody(apiError.code, apiError.message));
+}

@@ -1,0 +1,42 @@
+import { Type, type TSchema } from 'typebox';
+
+/** A string enum as `{type: string, enum: [...]}`: ajv then reports "must be one of …" and OpenAPI shows the values. */
+export const StringEnum = <const T extends readonly string[]>(values: T, opts: Record<string, unknown> = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...opts });
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+/** The success envelope of every response. */
+export const Envelope = <T extends TSchema>(data: T) =>
+  Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
+
+export const ErrorEnvelope = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.Object({
+      code: StringEnum(['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED', 'SERVER_ERROR'] as const),
+      message: Type.String(),
+    }),
+  },
+  { $id: 'ErrorEnvelope' },
+);
+
+const errorRef = Type.Unsafe({ $ref: 'ErrorEnvelope#' });
+
+/** Response schemas for a route: its success shape plus the failures every authenticated route can answer. */
+export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: number[] = []) {
+  const out: Record<number, TSchema> = { [status]: Envelope(data) };
+  for (const code of [400, 401, 403, 429, 500, ...extra]) out[code] = errorRef;
+  return out;
+}
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+
+/** limit 1..100 (default 20) and offset ≥ 0 for every list (CONTRACT §4). */
+export const PageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  offset: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 }),
+};
+
+export const Deleted = Type.Object({ deleted: Type.Boolean() });

@@ -1,0 +1,140 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.js';
+import type { Clock } from '../../lib/clock.js';
+import { toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { accountsRepository as repo } from './accounts.repository.js';
+import { KEY_TYPES, PLAN_LIMITS, PLANS, SCOPES, type AuthContext, type KeyType, type Plan } from './accounts.schemas.js';
+
+export class AccountsError extends Error {}
+
+export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+export interface CreateAccountInput {
+  name: string;
+  plan: string;
+  rateLimitMinute?: number | undefined;
+  rateLimitDay?: number | undefined;
+}
+
+export function createAccountsService(db: Kysely<DB>, clock: Clock) {
+  return {
+    async createAccount(input: CreateAccountInput) {
+      const name = input.name?.trim();
+      if (!name) throw new AccountsError('--name is required');
+      if (name.length > 200) throw new AccountsError('--name must be at most 200 characters');
+      if (!(PLANS as readonly string[]).includes(input.plan)) {
+        throw new AccountsError(`--plan must be one of ${PLANS.join(', ')}`);
+      }
+      const plan = input.plan as Plan;
+      const custom = input.rateLimitMinute !== undefined || input.rateLimitDay !== undefined;
+      if (plan === 'enterprise') {
+        for (const [flag, v] of [['--rate-limit-minute', input.rateLimitMinute], ['--rate-limit-day', input.rateLimitDay]] as const) {
+          if (v === undefined) throw new AccountsError(`${flag} is required for the enterprise plan`);
+          if (!Number.isInteger(v) || v < 1) throw new AccountsError(`${flag} must be a positive integer`);
+        }
+      } else if (custom) {
+        throw new AccountsError('--rate-limit-minute and --rate-limit-day are only accepted for the enterprise plan');
+      }
+      const now = clock.now();
+      const row = {
+        id: newId('acct', now),
+        name,
+        plan,
+        rate_limit_minute: plan === 'enterprise' ? input.rateLimitMinute! : null,
+        rate_limit_day: plan === 'enterprise' ? input.rateLimitDay! : null,
+        assistant_settings: null,
+        created_at: now,
+      };
+      await repo.insert(db, row);
+      return {
+        id: row.id,
+        name,
+        plan,
+        ...(plan === 'enterprise' ? { rateLimitMinute: row.rate_limit_minute, rateLimitDay: row.rate_limit_day } : {}),
+        createdAt: toIso(now),
+      };
+    },
+
+    async listAccounts() {
+      const rows = await repo.list(db);
+      return rows.map((r) => ({ id: r.id, name: r.name, plan: r.plan, createdAt: toIso(r.created_at) }));
+    },
+
+    async createKey(input: { accountId: string; type?: string; scopes?: string[] }) {
+      const account = await repo.findById(db, input.accountId);
+      if (!account) throw new AccountsError(`account ${input.accountId} not found`);
+      const type = (input.type ?? 'server') as KeyType;
+      if (!KEY_TYPES.includes(type)) throw new AccountsError(`--type must be server or public`);
+      if (type === 'server' && account.plan === 'free') {
+        throw new AccountsError('server keys need the Pro plan or above; this account is on free (create a public key, or change the plan)');
+      }
+      let scopes: string[];
+      if (type === 'public') {
+        if (input.scopes && input.scopes.some((s) => s !== 'chat')) throw new AccountsError('a public key can only have the chat scope');
+        scopes = ['chat'];
+      } else {
+        scopes = input.scopes && input.scopes.length ? [...new Set(input.scopes)] : [...SCOPES];
+        const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+        if (unknown.length) throw new AccountsError(`unknown scope(s) ${unknown.join(', ')}; valid: ${SCOPES.join(', ')}`);
+      }
+      const secret = `${type === 'server' ? 'sk' : 'pk'}_${randomBytes(24).toString('base64url')}`;
+      const now = clock.now();
+      const id = newId('key', now);
+      await repo.insertKey(db, {
+        id,
+        account_id: account.id,
+        type,
+        scopes: JSON.stringify(scopes),
+        hash: hashKey(secret),
+        hint: secret.slice(0, 7),
+        created_at: now,
+        revoked_at: null,
+      });
+      return { id, key: secret, type, scopes, accountId: account.id, createdAt: toIso(now) };
+    },
+
+    async listKeys(accountId: string) {
+      const account = await repo.findById(db, accountId);
+      if (!account) throw new AccountsError(`account ${accountId} not found`);
+      const rows = await repo.listKeys(db, accountId);
+      return rows.map((r) => ({
+        id: r.id,
+        type: r.type,
+        scopes: JSON.parse(r.scopes) as string[],
+        hint: `${r.hint}…`,
+        createdAt: toIso(r.created_at),
+        revokedAt: r.revoked_at === null ? null : toIso(r.revoked_at),
+      }));
+    },
+
+    async revokeKey(id: string) {
+      const key = await repo.findKey(db, id);
+      if (!key) throw new AccountsError(`key ${id} not found`);
+      if (key.revoked_at === null) await repo.revokeKey(db, id, clock.now());
+      const after = await repo.findKey(db, id);
+      return { id, revoked: true, revokedAt: toIso(after!.revoked_at!) };
+    },
+
+    /** Resolves a bearer secret to its account, or null when unknown or revoked. */
+    async authenticate(secret: string): Promise<AuthContext | null> {
+      const row = await repo.findActiveKeyByHash(db, hashKey(secret));
+      if (!row || row.revokedAt !== null) return null;
+      const limits =
+        row.plan === 'enterprise'
+          ? { minute: row.rateLimitMinute ?? 1, day: row.rateLimitDay ?? 1 }
+          : PLAN_LIMITS[row.plan];
+      return {
+        accountId: row.accountId,
+        plan: row.plan,
+        limits,
+        keyId: row.keyId,
+        keyType: row.keyType,
+        scopes: new Set(JSON.parse(row.scopes) as string[]),
+      };
+    },
+  };
+}
+
+export type AccountsService = ReturnType<typeof createAccountsService>;

@@ -1,0 +1,90 @@
+import type { Kysely } from 'kysely';
+import type { DB, DocumentsTable } from '../../db/schema.js';
+import { invalidRequest, notFound } from '../../http/errors.js';
+import { toIso, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { accountsRepository } from '../accounts/accounts.repository.js';
+import { documentsRepository as repo } from './documents.repository.js';
+import type { CreateDocumentBody, ListDocumentsQuery, UpdateDocumentBody } from './documents.schemas.js';
+
+const toRecord = (r: DocumentsTable) => ({
+  id: r.id,
+  title: r.title,
+  content: r.content,
+  status: r.status,
+  createdAt: toIso(r.created_at),
+  updatedAt: toIso(r.updated_at),
+});
+
+function rejectBlank(field: string, value: string | undefined) {
+  if (value !== undefined && value.trim() === '') throw invalidRequest(`body.${field} must not be blank`);
+}
+
+export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
+  return {
+    async list(accountId: string, q: ListDocumentsQuery) {
+      const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
+      const { rows, total } = await repo.list(db, accountId, f);
+      return {
+        documents: rows.map((r) => ({ id: r.id, title: r.title, status: r.status, createdAt: toIso(r.created_at), updatedAt: toIso(r.updated_at) })),
+        total,
+        limit: f.limit,
+        offset: f.offset,
+      };
+    },
+
+    async get(accountId: string, id: string) {
+      const row = await repo.find(db, accountId, id);
+      if (!row) throw notFound('document', id);
+      return toRecord(row);
+    },
+
+    async create(accountId: string, body: CreateDocumentBody) {
+      rejectBlank('title', body.title);
+      rejectBlank('content', body.content);
+      const now = clock.now();
+      const row: DocumentsTable = {
+        id: newId('doc', now),
+        account_id: accountId,
+        title: body.title,
+        content: body.content,
+        status: body.status ?? 'active',
+        created_at: now,
+        updated_at: now,
+      };
+      await db.transaction().execute(async (trx) => {
+        await repo.insert(trx, row);
+        await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+      });
+      return { id: row.id, title: row.title, status: row.status, createdAt: toIso(now) };
+    },
+
+    async update(accountId: string, id: string, body: UpdateDocumentBody) {
+      rejectBlank('title', body.title);
+      rejectBlank('content', body.content);
+      const row = await db.transaction().execute(async (trx) => {
+        const current = await repo.find(trx, accountId, id);
+        if (!current) throw notFound('document', id);
+        // updatedAt always moves forward, even when two updates land within the same millisecond.
+        const updatedAt = Math.max(clock.now(), current.updated_at + 1);
+        const patch = { ...body, updated_at: updatedAt };
+        await repo.update(trx, accountId, id, patch);
+        await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+        return { ...current, ...patch };
+      });
+      return toRecord(row);
+    },
+
+    async delete(accountId: string, id: string) {
+      const deleted = await db.transaction().execute(async (trx) => {
+        const ok = await repo.delete(trx, accountId, id);
+        if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+        return ok;
+      });
+      if (!deleted) throw notFound('document', id);
+      return { deleted: true };
+    },
+  };
+}
+
+export type DocumentsService = ReturnType<typeof createDocumentsService>;

@@ -1,0 +1,40 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB, FaqsTable } from '../../db/schema.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+
+export const faqsRepository = {
+  async list(db: Conn, accountId: string, f: { status: string; category?: string | undefined; limit: number; offset: number }) {
+    let q = db.selectFrom('faqs').where('account_id', '=', accountId);
+    if (f.status !== 'all') q = q.where('status', '=', f.status as FaqsTable['status']);
+    if (f.category !== undefined) q = q.where('category', '=', f.category);
+    const [count, rows] = await Promise.all([
+      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+    ]);
+    return { rows, total: Number(count.n) };
+  },
+  find(db: Conn, accountId: string, id: string) {
+    return db.selectFrom('faqs').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  },
+  insert(db: Conn, row: FaqsTable) {
+    return db.insertInto('faqs').values(row).execute();
+  },
+  async update(db: Conn, accountId: string, id: string, patch: Partial<Omit<FaqsTable, 'id' | 'account_id' | 'created_at'>>) {
+    const r = await db.updateTable('faqs').set(patch).where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+  async delete(db: Conn, accountId: string, id: string) {
+    const r = await db.deleteFrom('faqs').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  },
+  /** What the assistant may use: approved FAQs only. */
+  listApproved(db: Conn, accountId: string) {
+    return db
+      .selectFrom('faqs')
+      .select(['id', 'question', 'answer', 'category'])
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'approved')
+      .execute();
+  },
+};

@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import type { DB, FaqsTable } from '../../db/schema.js';
+import { invalidRequest, notFound } from '../../http/errors.js';
+import { toIso, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { accountsRepository } from '../accounts/accounts.repository.js';
+import { faqsRepository as repo } from './faqs.repository.js';
+import type { CreateFaqBody, ListFaqsQuery, UpdateFaqBody } from './faqs.schemas.js';
+
+export const toFaqRecord = (r: FaqsTable) => ({
+  id: r.id,
+  question: r.question,
+  answer: r.answer,
+  category: r.category,
+  status: r.status,
+  createdAt: toIso(r.created_at),
+  updatedAt: toIso(r.updated_at),
+});
+
+function rejectBlank(body: { question?: string | undefined; answer?: string | undefined }) {
+  for (const field of ['question', 'answer'] as const) {
+    if (body[field] !== undefined && body[field].trim() === '') throw invalidRequest(`body.${field} must not be blank`);
+  }
+}
+
+export function createFaqsService(db: Kysely<DB>, clock: Clock) {
+  return {
+    async list(accountId: string, q: ListFaqsQuery) {
+      const f = { status: q.status ?? 'all', category: q.category, limit: q.limit, offset: q.offset };
+      const { rows, total } = await repo.list(db, accountId, f);
+      return { faqs: rows.map(toFaqRecord), total, limit: f.limit, offset: f.offset };
+    },
+
+    async get(accountId: string, id: string) {
+      const row = await repo.find(db, accountId, id);
+      if (!row) throw notFound('faq', id);
+      return toFaqRecord(row);
+    },
+
+    /** Also used by rundowns to file suggested FAQs as pending, inside their own transaction. */
+    async create(accountId: string, body: CreateFaqBody, trx?: Kysely<DB>) {
+      rejectBlank(body);
+      const now = clock.now();
+      const row: FaqsTable = {
+        id: newId('faq', now),
+        account_id: accountId,
+        question: body.question,
+        answer: body.answer,
+        category: body.category,
+        status: body.status ?? 'approved',
+        created_at: now,
+        updated_at: now,
+      };
+      const write = async (conn: Kysely<DB>) => {
+        await repo.insert(conn, row);
+        await accountsRepository.bumpKnowledgeVersion(conn, accountId);
+      };
+      if (trx) await write(trx);
+      else await db.transaction().execute(write);
+      return toFaqRecord(row);
+    },
+
+    async update(accountId: string, id: string, body: UpdateFaqBody) {
+      rejectBlank(body);
+      const row = await db.transaction().execute(async (trx) => {
+        const current = await repo.find(trx, accountId, id);
+        if (!current) throw notFound('faq', id);
+        const patch = { ...body, updated_at: Math.max(clock.now(), current.updated_at + 1) };
+        await repo.update(trx, accountId, id, patch);
+        await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+        return { ...current, ...patch };
+      });
+      return toFaqRecord(row);
+    },
+
+    async delete(accountId: string, id: string) {
+      const deleted = await db.transaction().execute(async (trx) => {
+        const ok = await repo.delete(trx, accountId, id);
+        if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+        return ok;
+      });
+      if (!deleted) throw notFound('faq', id);
+      return { deleted: true };
+    },
+  };
+}
+
+export type FaqsService = ReturnType<typeof createFaqsService>;

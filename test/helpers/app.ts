@@ -1,0 +1,85 @@
+import type { AddressInfo } from 'node:net';
+import { buildApp, type App } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createContext, type AppContext } from '../../src/context.js';
+import type { DialectName } from '../../src/db/database.js';
+import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { FakeClock, systemClock, type Clock } from '../../src/lib/clock.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+
+export interface TestResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestApp {
+  app: App;
+  ctx: AppContext;
+  database: TestDatabase;
+  clock: Clock;
+  baseUrl: string;
+  config: Config;
+  /** Creates an account with a server key (default plan enterprise with generous limits). */
+  account(opts?: { plan?: string; minute?: number; day?: number; keyType?: 'server' | 'public'; scopes?: string[] }): Promise<{ accountId: string; key: string }>;
+  /** A real HTTP request to the listening server. `body` objects are sent as JSON. */
+  request<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<TestResponse<T>>;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(
+  dialect: DialectName,
+  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string } = {},
+): Promise<TestApp> {
+  const database = await createTestDatabase(dialect);
+  const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...opts.env });
+  const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
+  const ctx: AppContext = createContext(config, database, clock);
+  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: `test:${Math.random().toString(36).slice(2)}` });
+  const app = await buildApp(ctx, { limiter });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  return {
+    app,
+    ctx,
+    database,
+    clock,
+    baseUrl,
+    config,
+    async account(o = {}) {
+      const plan = o.plan ?? 'enterprise';
+      const acct = await ctx.services.accounts.createAccount({
+        name: `test ${plan}`,
+        plan,
+        ...(plan === 'enterprise' ? { rateLimitMinute: o.minute ?? 100_000, rateLimitDay: o.day ?? 1_000_000 } : {}),
+      });
+      const key = await ctx.services.accounts.createKey({ accountId: acct.id, type: o.keyType ?? (plan === 'free' ? 'public' : 'server'), scopes: o.scopes });
+      return { accountId: acct.id, key: key.key };
+    },
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      if (o.key) headers.authorization = `Bearer ${o.key}`;
+      let body: string | undefined = o.raw;
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, headers: res.headers, body: parsed as any, text };
+    },
+    async close() {
+      await app.close();
+      await limiter.close();
+      await database.cleanup();
+    },
+  };
+}

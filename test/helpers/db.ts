@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.js';
+
+/** Every data test runs once per dialect (Kysely's DIALECTS pattern). */
+export const DIALECTS: DialectName[] = ['sqlite', 'postgres'];
+
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface TestDatabase extends Database {
+  url: string;
+  schema: string | null;
+  /** Closes the connections and drops what the test created. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database: a new in-memory SQLite (or a file, when `file` is given), or a new PostgreSQL
+ * schema, so test files can run in parallel against one server. PostgreSQL being unreachable is an error,
+ * never a skip: CI must fail when it did not test PostgreSQL.
+ */
+export async function createTestDatabase(dialect: DialectName, opts: { file?: string } = {}): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const url = `sqlite:${opts.file ?? ':memory:'}`;
+    const database = openDatabase(url);
+    await migrateToLatest(database.db);
+    return { ...database, url, schema: null, cleanup: () => database.close() };
+  }
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const database = openDatabase(PG_URL, { schema, poolSize: 5 });
+  await migrateToLatest(database.db);
+  return {
+    ...database,
+    url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+    schema,
+    async cleanup() {
+      await database.close();
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}
