@@ -1,0 +1,178 @@
+/**
+ * Webhook signing (sender side) and verification (receiver side).
+ *
+ * Every delivery carries two independent signatures over the exact body bytes:
+ *  - `X-Service-Signature: sha256=<lowercase hex HMAC-SHA256(secret, body)>` (the seed's scheme, GitHub-style);
+ *  - Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256(secret,
+ *    "{id}.{timestamp}.{body}")>`; the key is the UTF-8 bytes of the secret. The timestamp lets receivers
+ *    reject replays.
+ *
+ * `verifyDelivery` is the receiver helper the README shows. It depends on node:crypto only.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export type Body = string | Buffer | Uint8Array;
+
+export const SIGNATURE_HEADER = 'X-Service-Signature';
+export const EVENT_HEADER = 'X-Service-Event';
+export const DELIVERY_ID_HEADER = 'X-Service-Delivery-Id';
+export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
+
+function toBuffer(body: Body): Buffer {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
+/** `sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the secret>` */
+export function signBody(secret: string, body: Body): string {
+  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(toBuffer(body)).digest('hex')}`;
+}
+
+/** The `v1,<base64>` Standard Webhooks signature of `{id}.{timestamp}.{body}`. */
+export function standardWebhookSignature(
+  deliveryId: string,
+  secret: string,
+  body: Body,
+  timestampSeconds: number | string,
+): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${deliveryId}.${timestampSeconds}.`, 'utf8')
+    .update(toBuffer(body))
+    .digest('base64');
+  return `v1,${mac}`;
+}
+
+export type StandardWebhookHeaders = {
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  'webhook-signature': string;
+};
+
+export function standardWebhookHeaders(
+  deliveryId: string,
+  secret: string,
+  body: Body,
+  timestampSeconds: number,
+): StandardWebhookHeaders {
+  const ts = Math.floor(timestampSeconds);
+  return {
+    'webhook-id': deliveryId,
+    'webhook-timestamp': String(ts),
+    'webhook-signature': standardWebhookSignature(deliveryId, secret, body, ts),
+  };
+}
+
+export type DeliveryHeaders = StandardWebhookHeaders & {
+  'Content-Type': 'application/json';
+  'X-Service-Signature': string;
+  'X-Service-Event': string;
+  'X-Service-Delivery-Id': string;
+};
+
+/**
+ * All seven headers of one delivery attempt. `now` (Date or epoch ms, default now) gives the
+ * `webhook-timestamp` of this attempt; everything else depends only on the stored delivery,
+ * so a retry carries the identical body, `X-Service-Signature` and delivery id.
+ */
+export function buildDeliveryHeaders(input: {
+  deliveryId: string;
+  event: string;
+  secret: string;
+  body: Body;
+  now?: Date | number;
+}): DeliveryHeaders {
+  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
+  return {
+    'Content-Type': 'application/json',
+    'X-Service-Signature': signBody(input.secret, input.body),
+    'X-Service-Event': input.event,
+    'X-Service-Delivery-Id': input.deliveryId,
+    ...standardWebhookHeaders(input.deliveryId, input.secret, input.body, Math.floor(nowMs / 1000)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Receiver side
+// ---------------------------------------------------------------------------------------------
+
+/** Headers as Node's `req.headers`, a plain object with any casing, or a fetch `Headers`. */
+export type HeaderSource =
+  | { get(name: string): string | null }
+  | Record<string, string | string[] | undefined>;
+
+function header(headers: HeaderSource, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    const v = (headers as { get(name: string): string | null }).get(name);
+    return v ?? undefined;
+  }
+  const rec = headers as Record<string, string | string[] | undefined>;
+  const lower = name.toLowerCase();
+  let v = rec[lower] ?? rec[name];
+  if (v === undefined) {
+    const key = Object.keys(rec).find((k) => k.toLowerCase() === lower);
+    if (key !== undefined) v = rec[key];
+  }
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Constant-time comparison that does not leak through a length mismatch. */
+function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a, 'utf8');
+  const bb = Buffer.from(b, 'utf8');
+  if (ab.length !== bb.length) {
+    // Compare against itself so the time spent does not depend on where the inputs differ.
+    timingSafeEqual(ab, ab);
+    return false;
+  }
+  return timingSafeEqual(ab, bb);
+}
+
+export type VerifyFailureReason =
+  | 'missing_signature'
+  | 'invalid_signature'
+  | 'missing_webhook_headers'
+  | 'invalid_timestamp'
+  | 'timestamp_out_of_tolerance'
+  | 'invalid_webhook_signature';
+
+export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailureReason };
+
+/**
+ * Verifies a received delivery on the raw, unmodified body.
+ *  - `X-Service-Signature` is required and compared in constant time.
+ *  - When `webhook-signature` is present, `webhook-id` and `webhook-timestamp` must be too, the
+ *    timestamp must be within `toleranceSeconds` (default 300) of `now` (replay protection), and one
+ *    of the space-separated `v1,` signatures must match.
+ */
+export function verifyDelivery(input: {
+  secret: string;
+  body: Body;
+  headers: HeaderSource;
+  toleranceSeconds?: number;
+  now?: Date | number;
+}): VerifyResult {
+  const { secret, body, headers } = input;
+  const given = header(headers, SIGNATURE_HEADER);
+  if (!given) return { ok: false, reason: 'missing_signature' };
+  if (!safeEqual(given.trim(), signBody(secret, body))) return { ok: false, reason: 'invalid_signature' };
+
+  const stdSig = header(headers, 'webhook-signature');
+  if (stdSig === undefined) return { ok: true };
+
+  const id = header(headers, 'webhook-id');
+  const ts = header(headers, 'webhook-timestamp');
+  if (!id || !ts) return { ok: false, reason: 'missing_webhook_headers' };
+  if (!/^\d{1,12}$/.test(ts.trim())) return { ok: false, reason: 'invalid_timestamp' };
+  const tsSeconds = Number(ts.trim());
+  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
+  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  if (Math.abs(Math.floor(nowMs / 1000) - tsSeconds) > tolerance) {
+    return { ok: false, reason: 'timestamp_out_of_tolerance' };
+  }
+  const expected = standardWebhookSignature(id, secret, body, ts.trim());
+  let match = false;
+  for (const candidate of stdSig.split(' ')) {
+    if (candidate && safeEqual(candidate, expected)) match = true; // no early exit
+  }
+  return match ? { ok: true } : { ok: false, reason: 'invalid_webhook_signature' };
+}
