@@ -3,6 +3,8 @@ import type { Database } from './db/database.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
+import { createAssistantService } from './modules/assistant/assistant.service.js';
+import { createChatService } from './modules/chat/chat.service.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { createFaqsService } from './modules/faqs/faqs.service.js';
 import { createEventBus } from './modules/webhooks/events.js';
@@ -11,10 +13,13 @@ import { createEventBus } from './modules/webhooks/events.js';
 export function createContext(config: Config, database: Database, clock: Clock) {
   const { db } = database;
   const events = createEventBus({ now: () => clock.now() });
+  const assistant = createAssistantService(db, config);
   const services = {
     accounts: createAccountsService(db, clock),
     documents: createDocumentsService(db, clock),
     faqs: createFaqsService(db, clock),
+    assistant,
+    chat: createChatService({ db, clock, events, assistant }),
   };
   return { config, database, db, clock, events, services };
 }

@@ -38,7 +38,7 @@ function intFlag(name: string, v: string | undefined): number | undefined {
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
   const database = openDatabase(config.databaseUrl);
   try {
-    await migrateToLatest(database.db);
+    await migrateToLatest(database.db, database.schema);
     return await fn(createContext(config, database, systemClock));
   } finally {
     await database.close();
@@ -87,7 +87,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       const database = openDatabase(config.databaseUrl);
       try {
-        const applied = await migrateToLatest(database.db);
+        const applied = await migrateToLatest(database.db, database.schema);
         out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
       } finally {
         await database.close();

@@ -26,7 +26,7 @@ function onShutdown(fn: () => Promise<void>) {
 
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
   const database = openDatabase(config.databaseUrl);
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, database.schema);
   const ctx = createContext(config, database, systemClock);
   const app = await buildApp(ctx, { logger: { level: config.logLevel } });
   const worker = opts.worker ? createWorker(workerTasks(ctx), app.log) : null;
@@ -55,7 +55,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
   const database = openDatabase(config.databaseUrl);
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, database.schema);
   const ctx = createContext(config, database, systemClock);
   const log = {
     info: (obj: unknown, msg?: string) => process.stderr.write(`${JSON.stringify({ level: 'info', msg, ...(obj as object) })}\n`),

@@ -11,6 +11,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Database {
   db: Kysely<DB>;
   dialect: DialectName;
+  /** PostgreSQL schema the connections are pinned to, when not the default. */
+  schema?: string;
   close(): Promise<void>;
 }
 
@@ -39,17 +41,22 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
+  // A search_path given in the URL (`?options=-c search_path=x`) pins the schema just like opts.schema.
+  const fromUrl = /search_path=([A-Za-z_][\w]*)/.exec(decodeURIComponent(url))?.[1];
+  if (!opts.schema && fromUrl) opts = { ...opts, schema: fromUrl };
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.poolSize ?? 10,
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
 }
 
-export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
+export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
+  // Naming the schema matters: Kysely looks for its lock table across all schemas otherwise, and another
+  // schema's table (a parallel test run) would make it skip creating ours.
+  const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

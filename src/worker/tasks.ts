@@ -3,6 +3,17 @@ import type { WorkerTask } from './worker.js';
 
 /** Every background job of the service; `parley worker` and `parley serve` (unless --no-worker) run them. */
 export function workerTasks(ctx: AppContext): WorkerTask[] {
-  void ctx;
-  return [];
+  const idleMs = ctx.config.conversationIdleTimeoutMs;
+  return [
+    {
+      name: 'conversation-idle-sweeper',
+      // Checks several times per timeout so a conversation ends at most ~25% after its idle deadline.
+      intervalMs: Math.min(30_000, Math.max(100, Math.floor(idleMs / 4))),
+      async run(signal) {
+        while (!signal.aborted && (await ctx.services.chat.endIdle(idleMs)) > 0) {
+          /* keep going while full batches come back */
+        }
+      },
+    },
+  ];
 }

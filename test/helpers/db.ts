@@ -9,7 +9,6 @@ export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.
 
 export interface TestDatabase extends Database {
   url: string;
-  schema: string | null;
   /** Closes the connections and drops what the test created. */
   cleanup(): Promise<void>;
 }
@@ -24,7 +23,7 @@ export async function createTestDatabase(dialect: DialectName, opts: { file?: st
     const url = `sqlite:${opts.file ?? ':memory:'}`;
     const database = openDatabase(url);
     await migrateToLatest(database.db);
-    return { ...database, url, schema: null, cleanup: () => database.close() };
+    return { ...database, url, cleanup: () => database.close() };
   }
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_URL });
@@ -32,11 +31,10 @@ export async function createTestDatabase(dialect: DialectName, opts: { file?: st
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
   const database = openDatabase(PG_URL, { schema, poolSize: 5 });
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, schema);
   return {
     ...database,
     url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
-    schema,
     async cleanup() {
       await database.close();
       const c = new pg.Client({ connectionString: PG_URL });

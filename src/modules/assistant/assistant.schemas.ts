@@ -1,0 +1,20 @@
+import { Type, type Static } from 'typebox';
+
+const Name = Type.String({ minLength: 1, maxLength: 100 });
+const Greeting = Type.String({ minLength: 1, maxLength: 1_000 });
+const Tone = Type.String({ minLength: 1, maxLength: 200, description: 'a few words, e.g. "friendly and concise"' });
+
+export const AssistantSettings = Type.Object({ name: Type.String(), greeting: Type.String(), tone: Type.String() });
+export type AssistantSettings = Static<typeof AssistantSettings>;
+
+export const UpdateAssistantSettingsBody = Type.Object(
+  { name: Type.Optional(Name), greeting: Type.Optional(Greeting), tone: Type.Optional(Tone) },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAssistantSettingsBody = Static<typeof UpdateAssistantSettingsBody>;
+
+export const DEFAULT_SETTINGS: AssistantSettings = {
+  name: 'Assistant',
+  greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?",
+  tone: 'friendly and concise',
+};

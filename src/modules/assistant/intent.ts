@@ -1,0 +1,85 @@
+/**
+ * Intent detection for customer messages: explicit requests for a human
+ * (multilingual) and greetings / small talk.
+ */
+import { normalize } from './text.js';
+
+/** Nouns that denote a human agent, per language (already normalised: lower case, no accents). */
+const AGENT_EN = String.raw`(?:human(?: being)?|person|people|agent|rep|representative|operator|somebody|someone|anyone|anybody|staff(?: member)?|team member|employee|supervisor|manager|advisor|adviser|assistant|customer (?:service|support|care)(?: team| agent| rep(?:resentative)?)?|support (?:team|agent|staff|rep)|(?:the |your )?(?:support|service|help ?desk|call cent(?:er|re)))`;
+const REAL = String.raw`(?:real|live|actual|proper|human|flesh and blood)`;
+
+const PATTERNS: RegExp[] = [
+  // "talk to a person", "speak with someone real", "chat with an actual human", "put me through to an agent"
+  new RegExp(String.raw`\b(?:talk|speak|chat|converse)(?:ing)? (?:to|with) (?:a |an |the |some |your |one of your |someone from |somebody from |a member of )?(?:(?:real|live|actual|proper) )?(?:${AGENT_EN})\b(?! (?:size|sizes|height|weight|measurements?)\b)`),
+  new RegExp(String.raw`\b(?:connect|transfer|put|pass|forward|escalate|hand|route|switch)(?:ing)? (?:me |this |my (?:chat|case|conversation) )?(?:through |over |on )?(?:to|with) (?:a |an |the |your |some |one of your )?(?:(?:real|live|actual|proper) )?(?:${AGENT_EN})\b`),
+  // "get me a person", "give me a human", "I want/need a human", "I'd like a real person"
+  new RegExp(String.raw`\b(?:get|give|find|bring|fetch) me (?:a |an |the |your |some )?(?:(?:real|live|actual|proper) )?(?:human|person|agent|rep|representative|operator|supervisor|manager|somebody|someone|staff)\b`),
+  new RegExp(String.raw`\b(?:want|need|like|prefer|request|demand)(?:s|ed)? (?:to have |to get )?(?:a|an|the|your|some) (?:(?:real|live|actual|proper) )?(?:human(?! hair)|person to (?:talk|speak|chat)|agent|representative|operator|supervisor|manager)\b`),
+  // "real person", "live agent", "actual human", "human being", "someone real"
+  new RegExp(String.raw`\b${REAL} (?:person|human|agent|rep|representative|operator|people|somebody|someone)\b`),
+  /\b(?:human being|(?:someone|somebody) real|not (?:a|this) (?:bot|robot|machine|chatbot))\b/,
+  /\b(?:is there|are there|can i get|could i get|may i have) (?:a|an|any)? ?(?:real |live |actual )?(?:person|human|agent|representative|operator)s? (?:i can|to) (?:talk|speak|chat)/,
+  // Spanish
+  /\b(?:hablar|charlar|comunicarme|contactar) (?:con|a) (?:una? |el |la |algun |alguna )?(?:persona|humano|agente|asesor|asesora|operador|operadora|representante|alguien|empleado|supervisor|encargado)\b/,
+  /\b(?:persona real|agente humano|atencion humana|un humano)\b/,
+  // Portuguese
+  /\b(?:falar|conversar) com (?:uma? |o |a |algum |alguem)?(?:pessoa|humano|atendente|agente|operador|representante|alguem|consultor)\b/,
+  /\b(?:pessoa real|atendimento humano|um humano)\b/,
+  // French
+  /\b(?:parler|discuter|etre mis en relation) (?:a|avec) (?:un |une |quelqu'?un|le |la |un vrai |une vraie )?(?:conseiller|conseillere|agent|humain|personne|operateur|operatrice|representant|quelqu'?un|employe|responsable)\b/,
+  /\b(?:vraie personne|etre humain|un humain|conseiller humain|agent humain)\b/,
+  // German
+  /\b(?:mit|an) (?:einem|einer|einen|dem|der|ihrem|ihrer) (?:echten |richtigen |menschlichen )?(?:menschen|mitarbeiter|mitarbeiterin|berater|beraterin|person|agenten|kundenberater|kundenservice|support|vorgesetzten|verantwortlichen)\b.*\b(?:sprechen|reden|verbinden|chatten|weiterleiten)\b/,
+  /\bmit jemandem (?:vom|aus dem|von ihrem) \w+ (?:sprechen|reden)\b/,
+  /\b(?:echten menschen|echte person|menschlichen mitarbeiter|einen menschen)\b/,
+  // Italian
+  /\b(?:parlare|chattare) con (?:una |un |un' |qualcuno|l'|il |la )?(?:persona|operatore|operatrice|umano|agente|consulente|addetto|rappresentante|qualcuno)\b/,
+  /\b(?:persona reale|persona vera|operatore umano|un umano)\b/,
+  // Dutch
+  /\b(?:spreken|praten|chatten|bellen) met (?:een |iemand|de |een echte |een echt )?(?:mens|medewerker|medewerkster|persoon|agent|iemand|echt persoon|echte persoon)\b/,
+  /\bmet (?:een |iemand)?(?:mens|medewerker|persoon|iemand)\w* (?:spreken|praten)\b/,
+  /\b(?:echte persoon|echt persoon|echte mens)\b/,
+];
+
+/** Single-word or very short messages that are themselves a request for a human. */
+const SHORT_AGENT = new Set([
+  'human', 'humans', 'person', 'agent', 'agents', 'operator', 'representative', 'rep', 'supervisor', 'manager',
+  'staff', 'someone', 'somebody', 'humano', 'persona', 'agente', 'operador', 'asesor', 'humain', 'conseiller',
+  'operateur', 'mensch', 'mitarbeiter', 'operatore', 'medewerker', 'mens', 'atendente', 'pessoa',
+  'customer service', 'customer support', 'live agent', 'live chat', 'real person', 'human please',
+]);
+const FILLER = new Set([
+  'please', 'pls', 'plz', 'now', 'a', 'an', 'the', 'me', 'i', 'want', 'need', 'by', 'favor', 'por', 'svp',
+  'bitte', 'per', 'favore', 'alstublieft', 'asap', 'just', 'ok', 'hey', 'hi', 'hello', 'can', 'get', 'give',
+  'talk', 'to', 'speak', 'with', 'yes', 'un', 'una', 'um', 'uma', 'ein', 'einen', 'een', 'real', 'live',
+]);
+
+/** True when the customer explicitly asks for a human, in any common phrasing (EN/ES/FR/DE/PT/IT/NL). */
+export function detectHandoff(text: string): boolean {
+  const t = normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  if (!t) return false;
+  const tokens = t.split(' ').filter((w) => !FILLER.has(w));
+  if (tokens.length > 0 && tokens.length <= 2 && SHORT_AGENT.has(tokens.join(' '))) return true;
+  if (tokens.length === 1 && SHORT_AGENT.has(tokens[0]!)) return true;
+  return PATTERNS.some((p) => p.test(t));
+}
+
+const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;
+const THANKS = /^(?:(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)(?: (?:so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*)$/;
+const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;
+
+export type SmallTalkKind = 'greeting' | 'thanks' | 'bye';
+
+/** Classify messages that are pure greeting / thanks / goodbye (no question content). */
+export function smallTalkKind(text: string): SmallTalkKind | undefined {
+  const t = normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  if (!t) return undefined;
+  if (GREETING.test(t)) return 'greeting';
+  if (THANKS.test(t)) return 'thanks';
+  if (BYE.test(t)) return 'bye';
+  return undefined;
+}
+
+export function isGreetingOrSmallTalk(text: string): boolean {
+  return smallTalkKind(text) !== undefined;
+}

@@ -1,0 +1,316 @@
+/**
+ * In-process knowledge retrieval over ACTIVE documents and APPROVED FAQs.
+ *
+ * Documents are split into passages (paragraph based); FAQs are one entry
+ * each. Everything is analysed once with the shared pipeline from text.ts
+ * (stemming + synonym canonicalisation) and indexed with MiniSearch (BM25+),
+ * with field boosts faq question > doc title > passage text. Queries get
+ * distance-1 spelling correction against the index vocabulary, MiniSearch
+ * fuzzy matching for long terms and prefix matching for the last term.
+ *
+ * Results are deduplicated per source (best passage kept) and carry a
+ * `coverage` figure: the IDF-weighted share of the query's terms that the
+ * source matches — the answerer uses it to decide whether to answer at all.
+ */
+import MiniSearch from 'minisearch';
+import { analyze, analyzeCached, SpellCorrector } from './text.js';
+
+export interface KnowledgeDoc {
+  id: string;
+  title: string;
+  content: string;
+  updatedAt?: string | Date;
+}
+
+export interface KnowledgeFaq {
+  id: string;
+  question: string;
+  answer: string;
+  category: string;
+}
+
+export interface Hit {
+  sourceId: string;
+  kind: 'document' | 'faq';
+  /** BM25+ score of the best passage of this source (not comparable across indexes). */
+  score: number;
+  /** Text of the best passage (the FAQ answer for FAQs). */
+  passage: string;
+  /** Document title, or the FAQ question. */
+  title: string;
+  category?: string;
+  /** IDF-weighted share (0..1) of the query's terms found in this source. */
+  coverage: number;
+}
+
+export interface QueryTerm {
+  /** Analysed (stemmed, canonicalised, spell-corrected) term. */
+  term: string;
+  /** Inverse document frequency in this index; unknown terms get the maximum. */
+  idf: number;
+  /** Whether the term (after correction) occurs anywhere in the index. */
+  known: boolean;
+}
+
+export interface SearchResult {
+  hits: Hit[];
+  terms: QueryTerm[];
+}
+
+interface Entry {
+  id: number;
+  sourceId: string;
+  kind: 'document' | 'faq';
+  title: string;
+  passage: string;
+  category?: string;
+}
+
+interface IndexedFields {
+  id: number;
+  question: string;
+  title: string;
+  text: string;
+}
+
+const FIELD_BOOST = { question: 1.6, title: 1.4, text: 1 };
+const MAX_PASSAGE_CHARS = 1200;
+const MIN_PASSAGE_CHARS = 160;
+const PRUNE_MIN_DF = 500;
+const PRUNE_SHARE = 0.05;
+
+/** Split a document body into passages: paragraphs, short ones merged forward, long ones cut at sentences. */
+export function splitPassages(content: string): string[] {
+  const paras = content
+    .replace(/\r\n?/g, '\n')
+    .split(/\n\s*\n/)
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
+  const merged: string[] = [];
+  let carry = '';
+  for (const p of paras) {
+    const cur = carry ? `${carry}\n\n${p}` : p;
+    if (cur.length < MIN_PASSAGE_CHARS) {
+      carry = cur;
+      continue;
+    }
+    carry = '';
+    if (cur.length <= MAX_PASSAGE_CHARS) {
+      merged.push(cur);
+      continue;
+    }
+    const sentences = cur.match(/[^.!?\n]+(?:[.!?]+|\n|$)/g) ?? [cur];
+    let buf = '';
+    for (const s of sentences) {
+      if (buf.length + s.length > MAX_PASSAGE_CHARS && buf.length > 0) {
+        merged.push(buf.trim());
+        buf = '';
+      }
+      buf += s;
+    }
+    if (buf.trim()) merged.push(buf.trim());
+  }
+  if (carry) {
+    if (merged.length > 0 && merged[merged.length - 1]!.length + carry.length <= MAX_PASSAGE_CHARS) {
+      merged[merged.length - 1] += `\n\n${carry}`;
+    } else merged.push(carry);
+  }
+  return merged;
+}
+
+export class KnowledgeIndex {
+  private readonly mini: MiniSearch<IndexedFields>;
+  private readonly entries: Entry[] = [];
+  /** term → number of entries (passages/FAQs) containing it */
+  private readonly df = new Map<string, number>();
+  private corrector: SpellCorrector | undefined;
+  private readonly sources = new Map<string, number[]>();
+
+  private constructor() {
+    this.mini = new MiniSearch<IndexedFields>({
+      idField: 'id',
+      fields: ['question', 'title', 'text'],
+      storeFields: [],
+      tokenize: (s) => (s.length ? s.split(' ') : []),
+      processTerm: (t) => t,
+    });
+  }
+
+  /** Build an index from ACTIVE documents and APPROVED FAQs (the caller filters). */
+  static build(docs: readonly KnowledgeDoc[], faqs: readonly KnowledgeFaq[]): KnowledgeIndex {
+    const idx = new KnowledgeIndex();
+    const batch: IndexedFields[] = [];
+    for (const d of docs) idx.collectDoc(d, batch);
+    for (const f of faqs) idx.collectFaq(f, batch);
+    idx.mini.addAll(batch);
+    return idx;
+  }
+
+  /** Number of indexed passages + FAQs. */
+  get size(): number {
+    return this.mini.documentCount;
+  }
+
+  /** Source ids present in the index. */
+  sourceIds(): string[] {
+    return [...this.sources.keys()];
+  }
+
+  /** Add (or replace) a document. */
+  upsertDocument(doc: KnowledgeDoc): void {
+    this.remove(doc.id);
+    const batch: IndexedFields[] = [];
+    this.collectDoc(doc, batch);
+    this.mini.addAll(batch);
+  }
+
+  /** Add (or replace) an FAQ. */
+  upsertFaq(faq: KnowledgeFaq): void {
+    this.remove(faq.id);
+    const batch: IndexedFields[] = [];
+    this.collectFaq(faq, batch);
+    this.mini.addAll(batch);
+  }
+
+  /** Remove a document or FAQ by id (no-op if absent). */
+  remove(sourceId: string): void {
+    const ids = this.sources.get(sourceId);
+    if (!ids) return;
+    for (const id of ids) {
+      this.mini.discard(id);
+      const e = this.entries[id];
+      if (e) {
+        for (const t of new Set([...analyze(e.title), ...analyze(e.passage)])) {
+          const n = (this.df.get(t) ?? 1) - 1;
+          if (n <= 0) this.df.delete(t);
+          else this.df.set(t, n);
+        }
+      }
+    }
+    this.sources.delete(sourceId);
+    this.corrector = undefined;
+  }
+
+  private collectDoc(d: KnowledgeDoc, batch: IndexedFields[]): void {
+    const titleTerms = analyze(d.title);
+    for (const passage of splitPassages(d.content)) {
+      const textTerms = analyze(passage);
+      const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage }, [...titleTerms, ...textTerms]);
+      batch.push({ id, question: '', title: titleTerms.join(' '), text: textTerms.join(' ') });
+    }
+  }
+
+  private collectFaq(f: KnowledgeFaq, batch: IndexedFields[]): void {
+    const qTerms = analyze(f.question);
+    const aTerms = analyze(f.answer);
+    const id = this.addEntry(
+      { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category },
+      [...qTerms, ...aTerms],
+    );
+    batch.push({ id, question: qTerms.join(' '), title: '', text: aTerms.join(' ') });
+  }
+
+  private addEntry(e: Omit<Entry, 'id'>, terms: string[]): number {
+    const id = this.entries.length;
+    this.entries.push({ id, ...e });
+    let list = this.sources.get(e.sourceId);
+    if (!list) this.sources.set(e.sourceId, (list = []));
+    list.push(id);
+    for (const t of new Set(terms)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+    this.corrector = undefined;
+    return id;
+  }
+
+  private idf(term: string): number {
+    const n = Math.max(1, this.mini.documentCount);
+    const df = this.df.get(term) ?? 0;
+    // BM25-style idf, floored at a small positive value; unknown terms get the
+    // idf of a term seen once less than the rarest possible (df = 0.5).
+    return Math.log(1 + (n - Math.max(df, 0.5) + 0.5) / (Math.max(df, 0.5) + 0.5));
+  }
+
+  /** Analyse a query: stems, synonyms, spelling correction, idf. */
+  analyzeQuery(query: string): QueryTerm[] {
+    const raw = analyzeCached(query);
+    const seen = new Set<string>();
+    const out: QueryTerm[] = [];
+    for (const t of raw) {
+      let term = t;
+      if (!this.df.has(term)) {
+        this.corrector ??= new SpellCorrector(this.df);
+        const c = this.corrector.correct(term);
+        if (c) term = c;
+      }
+      if (seen.has(term)) continue;
+      seen.add(term);
+      const known = this.df.has(term);
+      // unknown numbers, sizes and one/two-letter tokens ("740", "57cm", "m") carry no topic
+      const noise = !known && (term.length <= 2 || /\d/.test(term));
+      out.push({ term, idf: noise ? 0 : this.idf(term), known });
+    }
+    return out;
+  }
+
+  /** Deduplicated hits, best first. */
+  search(query: string, limit = 5): Hit[] {
+    return this.searchDetailed(query, limit).hits;
+  }
+
+  /** Hits plus the analysed query terms (used by the answerer for calibration). */
+  searchDetailed(query: string, limit = 5): SearchResult {
+    const terms = this.analyzeQuery(query);
+    const known = terms.filter((t) => t.known);
+    if (known.length === 0) return { hits: [], terms };
+    // Very common terms (in >10% of entries and >500 entries) add almost nothing to
+    // the ranking but dominate query cost on big indexes: they still count towards
+    // coverage, but are not sent to the engine unless nothing else is left.
+    const n = this.mini.documentCount;
+    const selective = known.filter((t) => {
+      const df = this.df.get(t.term) ?? 0;
+      return !(df > PRUNE_MIN_DF && df > n * PRUNE_SHARE);
+    });
+    const qs = (selective.length ? selective : [...known].sort((a, b) => b.idf - a.idf).slice(0, 2)).map((t) => t.term);
+    const results = this.mini.search(qs.join(' '), {
+      boost: FIELD_BOOST,
+      combineWith: 'OR',
+      fuzzy: (term) => (term.length >= 7 ? 1 : false),
+      prefix: (term, i, all) => i === all.length - 1 && term.length >= 5,
+      weights: { fuzzy: 0.3, prefix: 0.3 },
+    });
+    const totalIdf = terms.reduce((s, t) => s + t.idf, 0) || 1;
+    const idfOf = new Map(terms.map((t) => [t.term, t.idf]));
+    const bySource = new Map<string, { hit: Hit; matched: Set<string> }>();
+    for (const r of results) {
+      const e = this.entries[r.id as number];
+      if (!e) continue;
+      let agg = bySource.get(e.sourceId);
+      if (!agg) {
+        if (bySource.size >= Math.max(limit, 1) * 4) continue; // enough sources collected
+        agg = {
+          hit: {
+            sourceId: e.sourceId,
+            kind: e.kind,
+            score: r.score,
+            passage: e.passage,
+            title: e.title,
+            coverage: 0,
+            ...(e.category !== undefined ? { category: e.category } : {}),
+          },
+          matched: new Set(),
+        };
+        bySource.set(e.sourceId, agg);
+      }
+      // exact query terms only count towards coverage
+      for (const q of r.queryTerms) if (r.terms.includes(q)) agg.matched.add(q);
+    }
+    const hits: Hit[] = [];
+    for (const { hit, matched } of bySource.values()) {
+      let m = 0;
+      for (const t of matched) m += idfOf.get(t) ?? 0;
+      hit.coverage = m / totalIdf;
+      hits.push(hit);
+    }
+    hits.sort((a, b) => b.score - a.score);
+    return { hits: hits.slice(0, limit), terms };
+  }
+}

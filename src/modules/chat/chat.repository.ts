@@ -1,0 +1,52 @@
+import type { Kysely, Transaction, Updateable } from 'kysely';
+import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+
+export const chatRepository = {
+  find(db: Conn, accountId: string, id: string) {
+    return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  },
+  insertConversation(db: Conn, row: Omit<ConversationsTable, 'message_count' | 'answered_count' | 'unanswered_streak'>) {
+    return db.insertInto('conversations').values(row).execute();
+  },
+  insertMessages(db: Conn, rows: MessagesTable[]) {
+    return db.insertInto('messages').values(rows).execute();
+  },
+  messages(db: Conn, accountId: string, conversationId: string) {
+    return db
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  },
+  /** Updates an open conversation; false when it had ended meanwhile (the caller's transaction then rolls back). */
+  async updateOpen(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
+    const r = await db
+      .updateTable('conversations')
+      .set(patch)
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('ended_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+  async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
+    await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();
+  },
+  /** Open conversations with no message since `before`, across accounts (for the idle sweeper). */
+  idle(db: Conn, before: number, limit: number) {
+    return db
+      .selectFrom('conversations')
+      .select(['id', 'account_id'])
+      .where('status', 'in', ['active', 'escalated'])
+      .where('ended_at', 'is', null)
+      .where('last_message_at', '<', before)
+      .orderBy('last_message_at')
+      .limit(limit)
+      .execute();
+  },
+};

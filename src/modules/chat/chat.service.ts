@@ -1,0 +1,314 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
+import { invalidRequest, notFound } from '../../http/errors.js';
+import { toIso, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { AssistantAnswer } from '../assistant/answerer.js';
+import type { AssistantService } from '../assistant/assistant.service.js';
+import { detectHandoff } from '../assistant/intent.js';
+import { STOPWORDS, words } from '../assistant/text.js';
+import type { EventBus } from '../webhooks/events.js';
+import { chatRepository as repo } from './chat.repository.js';
+import { MAX_METADATA_BYTES, type ContactBody, type EscalateBody, type StartConversationBody } from './chat.schemas.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+type ConversationRow = ConversationsTable & { message_count: number; answered_count: number; unanswered_streak: number };
+
+/** Two unanswered questions in a row hand the conversation to a person (reason no_answer). */
+const UNANSWERED_BEFORE_ESCALATION = 2;
+const HISTORY_TURNS = 6;
+const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
+
+export const toMessage = (m: MessagesTable) => ({
+  id: m.id,
+  role: m.role,
+  content: m.content,
+  timestamp: toIso(m.created_at),
+  ...(m.role === 'assistant' ? { sources: m.sources ? (JSON.parse(m.sources) as string[]) : [] } : {}),
+});
+
+export const toConversation = (c: ConversationRow, messages: MessagesTable[]) => ({
+  id: c.id,
+  customerId: c.customer_id,
+  customerLabel: c.customer_label,
+  customerEmail: c.customer_email,
+  persona: c.persona,
+  metadata: JSON.parse(c.metadata) as Record<string, unknown>,
+  status: c.status,
+  outcome: c.outcome,
+  escalationReason: c.escalation_reason,
+  messages: messages.map(toMessage),
+  tags: JSON.parse(c.tags) as string[],
+  topic: c.topic,
+  messageCount: c.message_count,
+  createdAt: toIso(c.created_at),
+  endedAt: c.ended_at === null ? null : toIso(c.ended_at),
+});
+
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60);
+
+export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService }) {
+  const { db, clock, events, assistant } = deps;
+
+  async function load(conn: Conn, accountId: string, id: string) {
+    const c = await repo.find(conn, accountId, id);
+    if (!c) throw notFound('conversation', id);
+    return c as ConversationRow;
+  }
+
+  async function snapshot(conn: Conn, accountId: string, id: string) {
+    const [c, messages] = await Promise.all([load(conn, accountId, id), repo.messages(conn, accountId, id)]);
+    return toConversation(c, messages);
+  }
+
+  function assistantMessage(accountId: string, conversationId: string, content: string, sources: string[], at: number): MessagesTable {
+    return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), created_at: at };
+  }
+
+  async function emitMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
+    for (const m of rows) {
+      await events.emit(trx, c.account_id, 'conversation.message', {
+        conversationId: c.id,
+        messageId: m.id,
+        role: m.role,
+        content: m.content,
+        customerId: c.customer_id,
+        ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
+        timestamp: toIso(m.created_at),
+      });
+    }
+  }
+
+  /** Writes the escalation and its event; the caller holds the transaction. */
+  async function escalateIn(trx: Conn, c: ConversationRow, reason: string, at: number) {
+    const ok = await repo.updateOpen(trx, c.account_id, c.id, { status: 'escalated', escalation_reason: reason, escalated_at: at });
+    if (!ok) throw invalidRequest(`conversation ${c.id} has ended`);
+    const transcript = await repo.messages(trx, c.account_id, c.id);
+    const lastCustomer = [...transcript].reverse().find((m) => m.role === 'customer');
+    await events.emit(trx, c.account_id, 'escalation', {
+      conversationId: c.id,
+      customerId: c.customer_id,
+      customerLabel: c.customer_label,
+      customerEmail: c.customer_email ?? '',
+      reason,
+      lastMessage: lastCustomer?.content ?? '',
+      transcript: transcript.map((m) => ({ role: m.role, content: m.content, timestamp: toIso(m.created_at) })),
+    });
+  }
+
+  async function submitContact(trx: Conn, c: ConversationRow, contact: ContactBody) {
+    const label = contact.name ?? c.customer_label;
+    await repo.update(trx, c.account_id, c.id, { customer_email: contact.email, customer_label: label });
+    await events.emit(trx, c.account_id, 'escalation.submitted', {
+      conversationId: c.id,
+      customerId: c.customer_id,
+      customerLabel: label,
+      customerEmail: contact.email,
+      name: contact.name ?? null,
+      phone: contact.phone ?? null,
+      message: contact.message ?? null,
+      escalated: c.escalated_at !== null,
+    });
+  }
+
+  /** Tags and topic from what the assistant cited; the customer's main keyword when it cited nothing. */
+  async function classify(conn: Kysely<DB>, c: ConversationRow, messages: MessagesTable[]) {
+    const cited = [...new Set(messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : [])))];
+    const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, cited);
+    const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, slug(d.title)] as const)]);
+    const counts = new Map<string, number>();
+    for (const m of messages) {
+      if (m.role !== 'assistant' || !m.sources) continue;
+      for (const id of JSON.parse(m.sources) as string[]) {
+        const label = labelOf.get(id);
+        if (label) counts.set(label, (counts.get(label) ?? 0) + 1);
+      }
+    }
+    let topic: string | null = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
+    if (!topic) {
+      const freq = new Map<string, number>();
+      for (const m of messages) {
+        if (m.role !== 'customer') continue;
+        for (const w of words(m.content)) if (w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) freq.set(w, (freq.get(w) ?? 0) + 1);
+      }
+      topic = [...freq.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
+    }
+    const tags = [...counts.keys()].sort();
+    if (c.escalated_at !== null) tags.push('escalated');
+    if (c.answered_count === 0 && messages.some((m) => m.role === 'customer')) tags.push('unanswered');
+    return { topic, tags };
+  }
+
+  async function end(accountId: string, id: string) {
+    return db.transaction().execute(async (trx) => {
+      const c = await load(trx, accountId, id);
+      if (c.ended_at !== null) return snapshot(trx, accountId, id);
+      const at = Math.max(clock.now(), c.last_message_at);
+      const messages = await repo.messages(trx, accountId, id);
+      const outcome = c.escalated_at !== null ? 'escalated' : c.answered_count > 0 ? 'resolved' : 'unresolved';
+      const { topic, tags } = await classify(trx, c, messages);
+      const ok = await repo.updateOpen(trx, accountId, id, {
+        status: outcome === 'escalated' ? 'escalated' : 'ended',
+        outcome,
+        ended_at: at,
+        tags: JSON.stringify(tags),
+        topic,
+      });
+      if (ok) {
+        await events.emit(trx, accountId, 'conversation.ended', {
+          conversationId: id,
+          customerId: c.customer_id,
+          status: outcome,
+          messageCount: c.message_count,
+          duration: Math.round((at - c.created_at) / 1000),
+          tags,
+        });
+      }
+      return snapshot(trx, accountId, id);
+    });
+  }
+
+  return {
+    async start(accountId: string, body: StartConversationBody) {
+      const metadata = body.metadata ?? {};
+      if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw invalidRequest('body.metadata must be at most 16 KiB of JSON');
+      const settings = await assistant.settings(accountId);
+      const at = clock.now();
+      const id = newId('conv', at);
+      const customerId = body.customerId ?? `anon_${id.slice(5)}`;
+      const row = {
+        id,
+        account_id: accountId,
+        customer_id: customerId,
+        customer_label: body.customerLabel ?? body.customerEmail ?? (body.customerId ? body.customerId : `Visitor ${id.slice(-6)}`),
+        customer_email: body.customerEmail ?? null,
+        persona: body.persona ?? settings.name,
+        metadata: JSON.stringify(metadata),
+        status: 'active' as const,
+        outcome: null,
+        escalation_reason: null,
+        tags: '[]',
+        topic: null,
+        created_at: at,
+        last_message_at: at,
+        escalated_at: null,
+        ended_at: null,
+      };
+      const greeting = assistantMessage(accountId, id, assistant.greetingText(settings), [], at);
+      return db.transaction().execute(async (trx) => {
+        await repo.insertConversation(trx, row);
+        await repo.insertMessages(trx, [greeting]);
+        await repo.update(trx, accountId, id, { message_count: 1 });
+        const c = (await load(trx, accountId, id)) as ConversationRow;
+        await events.emit(trx, accountId, 'conversation.started', {
+          conversationId: id,
+          customerId,
+          customerLabel: row.customer_label,
+          persona: row.persona,
+          metadata,
+        });
+        await emitMessages(trx, c, [greeting]);
+        return { conversation: toConversation(c, [greeting]), messages: [toMessage(greeting)] };
+      });
+    },
+
+    get: (accountId: string, id: string) => snapshot(db, accountId, id),
+
+    async send(accountId: string, id: string, content: string) {
+      if (content.trim() === '') throw invalidRequest('body.content must not be blank');
+      const c = await load(db, accountId, id);
+      if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+      const settings = await assistant.settings(accountId);
+      const history = (await repo.messages(db, accountId, id)).slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
+
+      let reply: AssistantAnswer;
+      let escalateWith: string | null = null;
+      let contactEmail: string | null = null;
+      const alreadyEscalated = c.escalated_at !== null;
+      if (detectHandoff(content)) {
+        reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
+        if (!alreadyEscalated) escalateWith = 'customer_request';
+      } else {
+        reply = await assistant.reply(accountId, content, history, settings);
+        if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
+        if (reply.kind === 'no_answer' && !alreadyEscalated && c.unanswered_streak + 1 >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
+      }
+      const email = EMAIL_IN_TEXT.exec(content)?.[0];
+      if (alreadyEscalated && !c.customer_email && email) contactEmail = email;
+
+      const escalating = escalateWith !== null;
+      let text = reply.content;
+      if (contactEmail) {
+        text = `Thank you — a person from our team will reach you at ${contactEmail}.${reply.kind === 'answer' ? `\n\n${reply.content}` : ''}`;
+      } else if (escalating || reply.kind === 'handoff') {
+        const lead =
+          escalateWith === 'no_answer'
+            ? "I'm sorry I couldn't answer your questions. I'm passing this conversation to a person from our team."
+            : alreadyEscalated
+              ? 'A person from our team has already been asked to take over this conversation.'
+              : "Of course. I'm passing this conversation to a person from our team.";
+        const ask = c.customer_email ? ` They will reply to ${c.customer_email}.` : " What's the best email address to reach you?";
+        text = lead + ask;
+      }
+      const sources = reply.kind === 'answer' && !escalating ? reply.sources : [];
+
+      return db.transaction().execute(async (trx) => {
+        const at = Math.max(clock.now(), c.last_message_at);
+        const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
+        const assistantMsg = assistantMessage(accountId, id, text, sources, at);
+        const answered = sources.length > 0;
+        const ok = await repo.updateOpen(trx, accountId, id, {
+          message_count: c.message_count + 2,
+          answered_count: c.answered_count + (answered ? 1 : 0),
+          unanswered_streak: reply.kind === 'no_answer' ? c.unanswered_streak + 1 : answered ? 0 : c.unanswered_streak,
+          last_message_at: at,
+        });
+        if (!ok) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+        await repo.insertMessages(trx, [customerMsg, assistantMsg]);
+        const fresh = await load(trx, accountId, id);
+        await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
+        if (escalateWith) await escalateIn(trx, fresh, escalateWith, at);
+        if (contactEmail) await submitContact(trx, fresh, { email: contactEmail });
+        return { messages: [toMessage(customerMsg), toMessage(assistantMsg)] };
+      });
+    },
+
+    async contact(accountId: string, id: string, body: ContactBody) {
+      return db.transaction().execute(async (trx) => {
+        const c = await load(trx, accountId, id);
+        await submitContact(trx, c, body);
+        return { conversation: await snapshot(trx, accountId, id) };
+      });
+    },
+
+    async escalate(accountId: string, id: string, body: EscalateBody) {
+      return db.transaction().execute(async (trx) => {
+        const c = await load(trx, accountId, id);
+        if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended`);
+        // Escalating twice is a no-op: one escalation event per conversation.
+        if (c.escalated_at === null) await escalateIn(trx, c, body.reason ?? 'customer_request', Math.max(clock.now(), c.last_message_at));
+        return { conversation: await snapshot(trx, accountId, id) };
+      });
+    },
+
+    async end(accountId: string, id: string) {
+      return { conversation: await end(accountId, id) };
+    },
+
+    /** Ends conversations idle longer than idleMs; returns how many it ended. */
+    async endIdle(idleMs: number, batch = 100) {
+      const rows = await repo.idle(db, clock.now() - idleMs, batch);
+      for (const r of rows) await end(r.account_id, r.id);
+      return rows.length;
+    },
+  };
+}
+
+export type ChatService = ReturnType<typeof createChatService>;

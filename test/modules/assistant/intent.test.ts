@@ -1,0 +1,63 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { detectHandoff, isGreetingOrSmallTalk, smallTalkKind } from '../../../src/modules/assistant/intent.js';
+
+const POSITIVE = [
+  'talk to a person',
+  'agent please',
+  'Agent!!',
+  'operator',
+  'HUMAN',
+  'representative',
+  'Can I speak with a representative?',
+  'I want to talk to a real person',
+  'connect me to a live agent',
+  'transfer me to customer service',
+  'put me through to someone from your support team',
+  'get me a manager',
+  'this bot is useless, get me a human',
+  'Is there an actual person I can chat with?',
+  "I'd like to speak to someone, please",
+  'Quiero hablar con una persona',
+  '¿Puedo hablar con un agente?',
+  'Je voudrais parler à un conseiller',
+  'Puis-je parler avec quelqu’un ?',
+  'Ich möchte mit einem Menschen sprechen',
+  'Kann ich mit einem Mitarbeiter sprechen?',
+  'Quero falar com um atendente',
+  'Posso falar com uma pessoa?',
+  'Vorrei parlare con un operatore',
+  'Posso parlare con una persona?',
+  'Ik wil met een medewerker spreken',
+  'Kan ik praten met een mens?',
+];
+
+const NEGATIVE = [
+  'What are your customer service hours?',
+  'what size helmet for a person with a 57cm head?',
+  'Can someone else pick up my order for me?',
+  'How do I contact customer service by email?',
+  'Do you ship to PO boxes?',
+  'my order status says Received',
+  'Is the personal information I give you safe?',
+  'Which agent handles my shipment, UPS or USPS?',
+  'Can I talk to you about a return?',
+  'Quiero devolver una persona... digo, un casco',
+  'Ich möchte mit einem Freund bestellen',
+  'hola',
+];
+
+for (const msg of POSITIVE) {
+  test(`handoff: ${msg}`, () => assert.equal(detectHandoff(msg), true));
+}
+for (const msg of NEGATIVE) {
+  test(`not handoff: ${msg}`, () => assert.equal(detectHandoff(msg), false));
+}
+
+test('small talk', () => {
+  assert.equal(smallTalkKind('Hi!'), 'greeting');
+  assert.equal(smallTalkKind('thanks so much'), 'thanks');
+  assert.equal(smallTalkKind('bye'), 'bye');
+  assert.equal(isGreetingOrSmallTalk('hi, where is my order?'), false);
+  assert.equal(isGreetingOrSmallTalk('How long does shipping take?'), false);
+});

@@ -1,0 +1,142 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
+import { answer } from '../../../src/modules/assistant/answerer.js';
+import { answerWithFallback, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
+import { DOCS, FAQS } from './fixtures.js';
+
+const index = KnowledgeIndex.build(DOCS, FAQS);
+const QUESTION = 'How long should I brew green tea?';
+
+type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
+let handler: Handler = (_req, _body, res) => res.end('{}');
+const seen: { auth?: string; body: any; url?: string }[] = [];
+let server: Server;
+let baseUrl = '';
+
+before(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      seen.push({ auth: req.headers.authorization, body: body ? JSON.parse(body) : undefined, url: req.url });
+      handler(req, body, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+const completion = (content: string) => JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] });
+const provider = (timeoutMs = 2000) => new OpenAiCompatibleProvider({ baseUrl, apiKey: 'sk-test', model: 'test-model', timeoutMs });
+
+test('parseCitations keeps only known ids, in order, and strips the SOURCES line', () => {
+  const r = parseCitations('Brew it for 3 minutes.\nSOURCES: [faq-brew], doc-x, doc-returns, faq-brew', ['faq-brew', 'doc-returns']);
+  assert.equal(r.content, 'Brew it for 3 minutes.');
+  assert.deepEqual(r.sources, ['faq-brew', 'doc-returns']);
+  assert.deepEqual(parseCitations('no sources line', ['a']).sources, []);
+});
+
+test('success: reply and valid citations are used; request is well formed', async () => {
+  seen.length = 0;
+  handler = (_req, _body, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(completion('Steep green tea for 2–3 minutes at 80 °C.\nSOURCES: faq-brew'));
+  };
+  const a = await answerWithFallback(index, provider(), QUESTION, { persona: { name: 'Maya', tone: 'warm' } });
+  assert.equal(a.provider, 'llm');
+  assert.equal(a.kind, 'answer');
+  assert.equal(a.content, 'Steep green tea for 2–3 minutes at 80 °C.');
+  assert.deepEqual(a.sources, ['faq-brew']);
+  assert.deepEqual(a.topics, ['brewing']);
+  const req = seen[0]!;
+  assert.equal(req.url, '/v1/chat/completions');
+  assert.equal(req.auth, 'Bearer sk-test');
+  assert.equal(req.body.model, 'test-model');
+  const system = req.body.messages[0].content as string;
+  assert.match(system, /\[faq-brew\]/); // passages are labelled with their ids
+  assert.match(system, /SOURCES:/);
+  assert.match(system, /Maya/);
+  assert.equal(req.body.messages.at(-1).content, QUESTION);
+});
+
+const expectFallback = async (name: string, h: Handler, timeoutMs?: number) => {
+  handler = h;
+  const reasons: string[] = [];
+  const a = await answerWithFallback(index, provider(timeoutMs), QUESTION, { onFallback: (r) => reasons.push(r) });
+  assert.equal(a.provider, 'default', name);
+  assert.deepEqual({ ...a, provider: undefined }, { ...answer(index, QUESTION), provider: undefined }, name);
+  assert.equal(reasons.length, 1, name);
+  return reasons[0]!;
+};
+
+test('HTTP 500 falls back to the default answerer', async () => {
+  const reason = await expectFallback('500', (_q, _b, res) => {
+    res.statusCode = 500;
+    res.end(completion('oops SOURCES: faq-brew'));
+  });
+  assert.match(reason, /500/);
+});
+
+test('timeout falls back', async () => {
+  const started = Date.now();
+  const reason = await expectFallback('timeout', (_q, _b, res) => setTimeout(() => res.end(completion('late\nSOURCES: faq-brew')), 1500), 200);
+  assert.match(reason, /timeout/);
+  assert.ok(Date.now() - started < 1200, 'did not wait for the slow server');
+});
+
+test('garbage JSON falls back', async () => {
+  const reason = await expectFallback('garbage', (_q, _b, res) => res.end('<html>not json'));
+  assert.match(reason, /JSON/);
+});
+
+test('JSON without choices falls back', async () => {
+  const reason = await expectFallback('no choices', (_q, _b, res) => res.end('{"error":"x"}'));
+  assert.match(reason, /no content/);
+});
+
+test('citing only unknown ids falls back', async () => {
+  const reason = await expectFallback('unknown ids', (_q, _b, res) => res.end(completion('Made up answer.\nSOURCES: doc-invented, faq-nope')));
+  assert.match(reason, /citation/);
+});
+
+test('no citation at all falls back', async () => {
+  const reason = await expectFallback('uncited', (_q, _b, res) => res.end(completion('Just an answer with no sources line.')));
+  assert.match(reason, /citation/);
+});
+
+test('connection refused falls back', async () => {
+  const dead = new OpenAiCompatibleProvider({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k', model: 'm', timeoutMs: 500 });
+  const a = await answerWithFallback(index, dead, QUESTION);
+  assert.equal(a.provider, 'default');
+  assert.deepEqual(a.sources, answer(index, QUESTION).sources);
+});
+
+test('low-confidence questions and handoffs never reach the provider', async () => {
+  let calls = 0;
+  const spy: AnswerProvider = {
+    async answer() {
+      calls++;
+      return { content: 'x', sources: ['faq-brew'] };
+    },
+  };
+  const a = await answerWithFallback(index, spy, 'what is the capital of peru');
+  assert.equal(a.kind, 'no_answer');
+  assert.deepEqual(a.sources, []);
+  const h = await answerWithFallback(index, spy, 'agent please');
+  assert.equal(h.kind, 'handoff');
+  assert.equal(calls, 0);
+});
+
+test('provider citations outside the retrieved passages are dropped', async () => {
+  const spy: AnswerProvider = { async answer() { return { content: 'Brew 3 minutes.', sources: ['doc-evil', 'faq-brew'] }; } };
+  const a = await answerWithFallback(index, spy, QUESTION);
+  assert.equal(a.provider, 'llm');
+  assert.deepEqual(a.sources, ['faq-brew']);
+});

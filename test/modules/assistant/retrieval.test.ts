@@ -1,0 +1,91 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { KnowledgeIndex, splitPassages } from '../../../src/modules/assistant/retrieval.js';
+import { answer, isNoAnswerText } from '../../../src/modules/assistant/answerer.js';
+import { DOCS, FAQS } from './fixtures.js';
+
+const index = KnowledgeIndex.build(DOCS, FAQS);
+
+test('documents are split into passages that remember their source', () => {
+  const parts = splitPassages(DOCS[0]!.content);
+  assert.ok(parts.length >= 2, `expected several passages, got ${parts.length}`);
+  const hits = index.search('express next working day', 5);
+  assert.equal(hits[0]?.sourceId, 'doc-shipping');
+  assert.equal(hits[0]?.title, 'Shipping and Delivery');
+  assert.match(hits[0]!.passage, /Express shipping/);
+  assert.doesNotMatch(hits[0]!.passage, /Leeds/); // best passage, not the whole doc
+});
+
+test('results are deduplicated by source', () => {
+  const hits = index.search('shipping delivery ship order', 10);
+  const ids = hits.map((h) => h.sourceId);
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test('synonyms: customer wording finds KB wording', () => {
+  assert.equal(index.search('how fast do I get my money back')[0]?.sourceId, 'doc-returns');
+  assert.equal(index.search('my teapot came smashed')[0]?.sourceId, 'doc-returns');
+  assert.equal(index.search('what does postage cost')[0]?.sourceId, 'doc-shipping');
+});
+
+test('typos are tolerated', () => {
+  assert.equal(index.search('subscripton cancelation')[0]?.sourceId, 'doc-subscription');
+  assert.equal(index.search('caffeine fre teas')[0]?.sourceId, 'faq-caffeine');
+});
+
+test('faq question outranks passing mentions', () => {
+  const hits = index.search('do you sell gift cards');
+  assert.equal(hits[0]?.sourceId, 'faq-gift');
+  assert.equal(hits[0]?.kind, 'faq');
+  assert.equal(hits[0]?.category, 'payments');
+});
+
+test('answer cites sources in rank order, at most 3, and uses the best text', () => {
+  const a = answer(index, 'How long should I brew green tea?');
+  assert.equal(a.kind, 'answer');
+  assert.equal(a.sources[0], 'faq-brew');
+  assert.ok(a.sources.length <= 3);
+  assert.match(a.content, /2–3 minutes/);
+  assert.deepEqual(a.topics[0], 'brewing');
+  const hits = index.search('How long should I brew green tea?', 3);
+  assert.deepEqual(a.sources, hits.filter((h) => h.score >= hits[0]!.score * 0.35).map((h) => h.sourceId));
+});
+
+test('abstains, citing nothing, when nothing matches', () => {
+  for (const q of ['Do you have a loyalty programme for students?', 'what is the capital of peru', 'zzqx flurbo', 'Do you sell coffee grinders?']) {
+    const a = answer(index, q);
+    assert.equal(a.kind, 'no_answer', q);
+    assert.deepEqual(a.sources, []);
+    assert.ok(isNoAnswerText(a.content));
+    assert.match(a.content, /person/);
+  }
+});
+
+test('handoff requests are not answered from the KB', () => {
+  const a = answer(index, 'can I talk to a human about my refund');
+  assert.equal(a.kind, 'handoff');
+  assert.deepEqual(a.sources, []);
+});
+
+test('small talk is recognised', () => {
+  const a = answer(index, 'hello', { persona: { name: 'Maya' } });
+  assert.equal(a.kind, 'smalltalk');
+  assert.match(a.content, /Maya/);
+  assert.deepEqual(a.sources, []);
+});
+
+test('index can be updated incrementally', () => {
+  const idx = KnowledgeIndex.build(DOCS, FAQS);
+  assert.notEqual(idx.search('loose leaf matcha whisk')[0]?.sourceId, 'faq-matcha');
+  idx.upsertFaq({ id: 'faq-matcha', question: 'Do you sell a matcha whisk?', answer: 'Yes, a bamboo chasen.', category: 'products' });
+  assert.equal(idx.search('matcha whisk')[0]?.sourceId, 'faq-matcha');
+  idx.remove('faq-matcha');
+  assert.equal(idx.search('matcha whisk').length, 0);
+});
+
+test('empty index and empty query are safe', () => {
+  const empty = KnowledgeIndex.build([], []);
+  assert.deepEqual(empty.search('anything'), []);
+  assert.equal(answer(empty, 'where is my order').kind, 'no_answer');
+  assert.deepEqual(index.search('   '), []);
+});

@@ -1,0 +1,63 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { analyze, editDistance, normalize, SpellCorrector, stem } from '../../../src/modules/assistant/text.js';
+
+test('porter stemmer reduces inflections to a common stem', () => {
+  assert.equal(stem('shipping'), stem('shipped'));
+  assert.equal(stem('returns'), 'return');
+  assert.equal(stem('cancelling'), stem('cancel'));
+  assert.equal(stem('relational'), 'relat');
+  assert.equal(stem('happiness'), 'happi');
+  assert.equal(stem('ponies'), 'poni');
+  assert.equal(stem('caresses'), 'caress');
+  assert.notEqual(stem('ship'), stem('shop'));
+});
+
+test('normalize strips accents and unifies punctuation', () => {
+  assert.equal(normalize('  Élève’s  RÉSUMÉ — ok '), "eleve's resume - ok");
+});
+
+test('stopwords are removed but content words kept', () => {
+  assert.deepEqual(analyze('How do I reset my password?'), ['reset', 'password']);
+});
+
+test('synonyms are canonicalised symmetrically (customer wording = KB wording)', () => {
+  assert.deepEqual(analyze('money back'), analyze('refund'));
+  assert.deepEqual(analyze('my parcel'), analyze('package'));
+  assert.deepEqual(analyze('delivery'), analyze('shipping'));
+  assert.deepEqual(analyze('it arrived broken'), analyze('it arrived damaged'));
+  assert.deepEqual(analyze('defective'), analyze('faulty'));
+  assert.deepEqual(analyze('guarantee'), analyze('warranty'));
+  assert.deepEqual(analyze('coupon'), analyze('promo code'));
+  assert.deepEqual(analyze('tyres'), analyze('tires'));
+  // filler words between phrase parts do not block the phrase
+  assert.deepEqual(analyze('the money is back'), analyze('refund'));
+  // unrelated words are not merged
+  assert.notDeepEqual(analyze('refund'), analyze('return'));
+});
+
+test('irregular verb forms map to their lemma', () => {
+  assert.deepEqual(analyze('bought'), analyze('buy'));
+  assert.deepEqual(analyze('paid'), analyze('pay'));
+});
+
+test('edit distance', () => {
+  assert.equal(editDistance('kitten', 'sitting'), 3);
+  assert.equal(editDistance('adress', 'address'), 1);
+  assert.equal(editDistance('same', 'same'), 0);
+});
+
+test('spell corrector fixes distance-1 typos of long terms only', () => {
+  const vocab = new Map([
+    [stem('warranty'), 3],
+    [stem('address'), 5],
+    [stem('sent'), 4],
+    [stem('guarantee'), 1],
+  ]);
+  const c = new SpellCorrector(vocab);
+  assert.equal(c.correct(stem('adress')), stem('address'));
+  assert.equal(c.correct(stem('warrenty')), stem('warranty'));
+  assert.equal(c.correct('adderss'), stem('address')); // transposition
+  assert.equal(c.correct('rent'), undefined); // too short to correct safely
+  assert.equal(c.correct('zzzzzzzz'), undefined);
+});

@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runDemo } from '../../../src/cli/demo.js';
+import type { FakeClock } from '../../../src/lib/clock.js';
+import { workerTasks } from '../../../src/worker/tasks.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+
+async function eventsOf(t: TestApp, accountId: string) {
+  const rows = await t.ctx.db.selectFrom('events').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+  return rows.map((r) => JSON.parse(r.payload) as { event: string; timestamp: string; data: any });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`chat channel (${dialect})`, () => {
+    let t: TestApp;
+    let accountId: string;
+    let key: string;
+    let publicKey: string;
+    before(async () => {
+      t = await createTestApp(dialect, { fakeClock: true, env: { CONVERSATION_IDLE_TIMEOUT: '30m' } });
+      ({ accountId, key } = await t.account());
+      await runDemo(t.ctx, accountId);
+      publicKey = (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+      // A draft document and a pending FAQ the assistant must never use.
+      await t.ctx.services.documents.create(accountId, { title: 'Secret loyalty program', content: 'Members of the Platinum Pedal club get 40% off.', status: 'draft' });
+      await t.ctx.services.faqs.create(accountId, { question: 'Is there a Platinum Pedal club?', answer: 'Yes, 40% off.', category: 'loyalty', status: 'pending' });
+    });
+    after(() => t.close());
+
+    test('start answers 201 with the conversation and the greeting, and emits started + message', async () => {
+      const r = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { customerId: 'cus_1', customerLabel: 'Ada', metadata: { page: '/pricing' } } });
+      assert.equal(r.status, 201, r.text);
+      const { conversation, messages } = r.body.data;
+      assert.match(conversation.id, /^conv_/);
+      assert.equal(conversation.customerId, 'cus_1');
+      assert.equal(conversation.status, 'active');
+      assert.equal(conversation.endedAt, null);
+      assert.equal(messages.length, 1);
+      assert.equal(messages[0].role, 'assistant');
+      assert.match(messages[0].content, /Assistant/);
+      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === conversation.id);
+      assert.deepEqual(evs.map((e) => e.event), ['conversation.started', 'conversation.message']);
+      assert.deepEqual(evs[0]!.data, { conversationId: conversation.id, customerId: 'cus_1', customerLabel: 'Ada', persona: 'Assistant', metadata: { page: '/pricing' } });
+    });
+
+    test('a question is answered from active knowledge with sources; events for both messages', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'How long do refunds take to get my money back?' } });
+      assert.equal(r.status, 200, r.text);
+      const [customer, assistant] = r.body.data.messages;
+      assert.equal(customer.role, 'customer');
+      assert.equal(assistant.role, 'assistant');
+      assert.ok(assistant.sources.length >= 1, 'cites a source');
+      assert.match(assistant.content, /5 to 10 business days/);
+      const msgs = (await eventsOf(t, accountId)).filter((e) => e.event === 'conversation.message' && e.data.conversationId === id);
+      assert.deepEqual(msgs.map((e) => e.data.role), ['assistant', 'customer', 'assistant']);
+      assert.equal(msgs[1]!.data.content, 'How long do refunds take to get my money back?');
+    });
+
+    test('never cites drafts or pending FAQs; abstains and then escalates with no_answer', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { customerEmail: 'ada@example.com' } });
+      const id = s.body.data.conversation.id;
+      const r1 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'What discount does the Platinum Pedal club give?' } });
+      assert.deepEqual(r1.body.data.messages[1].sources, []);
+      assert.match(r1.body.data.messages[1].content, /don't know|person/i);
+      const r2 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'Do you sponsor amateur racing teams?' } });
+      assert.deepEqual(r2.body.data.messages[1].sources, []);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
+      assert.equal(g.body.data.conversation.status, 'escalated');
+      assert.equal(g.body.data.conversation.escalationReason, 'no_answer');
+      const esc = (await eventsOf(t, accountId)).filter((e) => e.event === 'escalation' && e.data.conversationId === id);
+      assert.equal(esc.length, 1);
+      assert.equal(esc[0]!.data.reason, 'no_answer');
+      assert.equal(esc[0]!.data.customerEmail, 'ada@example.com');
+      assert.equal(esc[0]!.data.lastMessage, 'Do you sponsor amateur racing teams?');
+      assert.equal(esc[0]!.data.transcript.length, 5);
+    });
+
+    test('asking for a human escalates with customer_request and asks for an email; an email in reply is captured', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'can I talk to a real person please' } });
+      assert.match(r.body.data.messages[1].content, /email/i);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
+      assert.equal(g.body.data.conversation.status, 'escalated');
+      assert.equal(g.body.data.conversation.escalationReason, 'customer_request');
+      const r2 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'sure, it is bob@example.org' } });
+      assert.match(r2.body.data.messages[1].content, /bob@example\.org/);
+      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === id);
+      assert.equal(evs.filter((e) => e.event === 'escalation').length, 1);
+      const sub = evs.find((e) => e.event === 'escalation.submitted');
+      assert.equal(sub?.data.customerEmail, 'bob@example.org');
+    });
+
+    test('contact, escalate (idempotent) and end; ended conversations refuse messages', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { customerId: 'cus_9' } });
+      const id = s.body.data.conversation.id;
+      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'Which payment methods do you accept?' } });
+      const c = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: publicKey, body: { email: 'eve@example.com', name: 'Eve', phone: '+1 555 0100' } });
+      assert.equal(c.status, 200, c.text);
+      assert.equal(c.body.data.conversation.customerEmail, 'eve@example.com');
+      const bad = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: publicKey, body: { email: 'not-an-email' } });
+      assert.equal(bad.status, 400);
+      assert.match(bad.body.error.message, /body\.email/);
+      const e1 = await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: publicKey, body: { reason: 'billing_dispute' } });
+      assert.equal(e1.body.data.conversation.status, 'escalated');
+      await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: publicKey, body: {} });
+      (t.clock as FakeClock).advance(95_000);
+      const end = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: publicKey });
+      assert.equal(end.status, 200, end.text);
+      assert.equal(end.body.data.conversation.status, 'escalated');
+      assert.ok(end.body.data.conversation.endedAt);
+      const again = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: publicKey });
+      assert.equal(again.status, 200);
+      const send = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'hello?' } });
+      assert.equal(send.status, 400);
+      assert.equal(send.body.error.code, 'INVALID_REQUEST');
+      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === id);
+      assert.equal(evs.filter((e) => e.event === 'escalation').length, 1);
+      assert.equal(evs.find((e) => e.event === 'escalation')!.data.reason, 'billing_dispute');
+      const ended = evs.filter((e) => e.event === 'conversation.ended');
+      assert.equal(ended.length, 1);
+      assert.equal(ended[0]!.data.status, 'escalated');
+      assert.equal(ended[0]!.data.messageCount, 3);
+      assert.equal(ended[0]!.data.duration, 95);
+      assert.ok(ended[0]!.data.tags.includes('escalated'));
+    });
+
+    test('a resolved conversation ends as resolved with a topic from what it cited', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'how do I track my order' } });
+      const end = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: publicKey });
+      assert.equal(end.body.data.conversation.status, 'ended');
+      assert.equal(end.body.data.conversation.outcome, 'resolved');
+      assert.equal(end.body.data.conversation.topic, 'shipping');
+      assert.deepEqual(end.body.data.conversation.tags, ['shipping']);
+    });
+
+    test('the worker ends idle conversations', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      (t.clock as FakeClock).advance(31 * 60_000);
+      const sweeper = workerTasks(t.ctx).find((x) => x.name === 'conversation-idle-sweeper')!;
+      await sweeper.run(new AbortController().signal);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
+      assert.equal(g.body.data.conversation.status, 'ended');
+      assert.equal(g.body.data.conversation.outcome, 'unresolved');
+    });
+
+    test('validation, scopes and isolation', async () => {
+      const long = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { metadata: { blob: 'x'.repeat(17_000) } } });
+      assert.equal(long.status, 400);
+      assert.match(long.body.error.message, /metadata/);
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      const empty = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: '' } });
+      assert.equal(empty.status, 400);
+      const tooLong = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'x'.repeat(4001) } });
+      assert.equal(tooLong.status, 400);
+      const docs = await t.request('GET', '/v1/documents', { key: publicKey });
+      assert.equal(docs.status, 403);
+      const other = await t.account();
+      const foreign = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: other.key, body: { content: 'hi' } });
+      assert.equal(foreign.status, 404);
+      const viaServer = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+      assert.equal(viaServer.status, 201);
+    });
+
+    test('persona settings drive the greeting', async () => {
+      const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Spoke', greeting: 'Hey, {name} here!' } });
+      assert.equal(p.status, 200, p.text);
+      assert.equal(p.body.data.name, 'Spoke');
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      assert.equal(s.body.data.messages[0].content, 'Hey, Spoke here!');
+      assert.equal(s.body.data.conversation.persona, 'Spoke');
+      await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+    });
+  });
+}
