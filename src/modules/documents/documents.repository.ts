@@ -33,13 +33,17 @@ export const documentsRepository = {
     const r = await db.deleteFrom('documents').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   },
-  /** What the assistant may use: active documents only. */
-  listActive(db: Conn, accountId: string) {
+  /** What the assistant may use: active documents only (those changed since a time, for incremental refresh). */
+  listActive(db: Conn, accountId: string, changedSince = 0) {
     return db
       .selectFrom('documents')
       .select(['id', 'title', 'content', 'updated_at'])
       .where('account_id', '=', accountId)
       .where('status', '=', 'active')
+      .where('updated_at', '>=', changedSince)
       .execute();
+  },
+  activeIds(db: Conn, accountId: string) {
+    return db.selectFrom('documents').select('id').where('account_id', '=', accountId).where('status', '=', 'active').execute();
   },
 };

@@ -28,13 +28,17 @@ export const faqsRepository = {
     const r = await db.deleteFrom('faqs').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   },
-  /** What the assistant may use: approved FAQs only. */
-  listApproved(db: Conn, accountId: string) {
+  /** What the assistant may use: approved FAQs only (those changed since a time, for incremental refresh). */
+  listApproved(db: Conn, accountId: string, changedSince = 0) {
     return db
       .selectFrom('faqs')
-      .select(['id', 'question', 'answer', 'category'])
+      .select(['id', 'question', 'answer', 'category', 'updated_at'])
       .where('account_id', '=', accountId)
       .where('status', '=', 'approved')
+      .where('updated_at', '>=', changedSince)
       .execute();
+  },
+  approvedIds(db: Conn, accountId: string) {
+    return db.selectFrom('faqs').select('id').where('account_id', '=', accountId).where('status', '=', 'approved').execute();
   },
 };

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+
+for (const dialect of DIALECTS) {
+  describe(`assistant sees knowledge changes on the next message (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    const ask = async (content: string) => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+      const r = await t.request('POST', `/v1/chat/conversations/${s.body.data.conversation.id}/messages`, { key, body: { content } });
+      return r.body.data.messages[1] as { content: string; sources: string[] };
+    };
+
+    test('created, drafted, re-activated, edited and deleted documents and FAQs', async () => {
+      const question = 'How do I descale the espresso machine?';
+      const before = await ask(question);
+      assert.deepEqual(before.sources, []);
+
+      const doc = await t.request('POST', '/v1/documents', {
+        key,
+        body: { title: 'Descaling your espresso machine', content: 'Descale the espresso machine every two months with citric acid: fill the tank, run half, wait 20 minutes, run the rest, then rinse twice.' },
+      });
+      const docId = doc.body.data.id;
+      assert.deepEqual((await ask(question)).sources, [docId]);
+
+      await t.request('PUT', `/v1/documents/${docId}`, { key, body: { status: 'draft' } });
+      assert.deepEqual((await ask(question)).sources, [], 'a draft is never cited');
+
+      await t.request('PUT', `/v1/documents/${docId}`, { key, body: { status: 'active', content: 'Descale the espresso machine every three weeks with the blue descaling tablets.' } });
+      const edited = await ask(question);
+      assert.deepEqual(edited.sources, [docId]);
+      assert.match(edited.content, /three weeks/);
+
+      const faq = await t.request('POST', '/v1/faqs', { key, body: { question: 'Can I use vinegar to descale the espresso machine?', answer: 'No, vinegar damages the seals.', category: 'care' } });
+      const faqId = faq.body.data.id;
+      assert.ok((await ask('can I descale the espresso machine with vinegar')).sources.includes(faqId));
+
+      await t.request('DELETE', `/v1/faqs/${faqId}`, { key });
+      await t.request('DELETE', `/v1/documents/${docId}`, { key });
+      const gone = await ask('can I descale the espresso machine with vinegar');
+      assert.ok(!gone.sources.includes(faqId) && !gone.sources.includes(docId), 'deleted sources are never cited');
+    });
+  });
+}
