@@ -9,6 +9,8 @@ import { registerAuth } from './http/auth.js';
 import { errorHandler, failureBody } from './http/errors.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
+import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
+import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 
@@ -84,6 +86,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       });
       await v1.register(documentsRoutes(ctx));
       await v1.register(faqsRoutes(ctx));
+      await v1.register(conversationsRoutes(ctx));
+      await v1.register(analyticsRoutes(ctx));
     },
     { prefix: '/v1' },
   );

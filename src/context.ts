@@ -3,6 +3,8 @@ import type { Database } from './db/database.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
+import { createAnalyticsService } from './modules/analytics/analytics.service.js';
+import { createConversationsService } from './modules/conversations/conversations.service.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { createFaqsService } from './modules/faqs/faqs.service.js';
 import { createEventBus } from './modules/webhooks/events.js';
@@ -15,6 +17,8 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     accounts: createAccountsService(db, clock),
     documents: createDocumentsService(db, clock),
     faqs: createFaqsService(db, clock),
+    conversations: createConversationsService(db),
+    analytics: createAnalyticsService(db, database.dialect),
   };
   return { config, database, db, clock, events, services };
 }
