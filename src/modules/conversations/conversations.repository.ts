@@ -23,14 +23,18 @@ export const conversationsRepository = {
     let q = createdIn(db.selectFrom('conversations').where('account_id', '=', accountId), f);
     if (f.status !== 'all') q = q.where('status', '=', f.status);
     if (f.customerId !== undefined) q = q.where('customer_id', '=', f.customerId);
+    // Deferred join: the page's ids come from the index alone (every list index ends in created_at, id), so
+    // a deep offset skips index entries instead of fetching, then discarding, thousands of table rows.
+    const pageIds = q.select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset);
     const [count, rows] = await Promise.all([
       q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      q
+      db
+        .selectFrom('conversations')
         .select(['id', 'customer_id', 'status', 'tags', 'message_count', 'created_at', 'ended_at', 'outcome', 'topic'])
+        .where('account_id', '=', accountId)
+        .where('id', 'in', pageIds)
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
-        .limit(f.limit)
-        .offset(f.offset)
         .execute(),
     ]);
     return { rows, total: Number(count.n) };
