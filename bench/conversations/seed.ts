@@ -63,8 +63,13 @@ async function main() {
   const counts = Array.from({ length: CONVERSATIONS }, () => 2 + Math.floor(rnd() * 17));
   let sum = counts.reduce((s, c) => s + c, 0);
   for (let i = 0; sum !== MESSAGES; i = (i + 1) % CONVERSATIONS) {
-    if (sum > MESSAGES && counts[i]! > 2) (counts[i]!--, sum--);
-    else if (sum < MESSAGES && counts[i]! < 18) (counts[i]!++, sum++);
+    if (sum > MESSAGES && counts[i]! > 2) {
+      counts[i]!--;
+      sum--;
+    } else if (sum < MESSAGES && counts[i]! < 18) {
+      counts[i]!++;
+      sum++;
+    }
   }
 
   const CONV_BATCH = 1_000;
