@@ -11,6 +11,8 @@ import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
 import { chatRoutes } from './modules/chat/chat.routes.js';
+import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
+import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 
@@ -88,6 +90,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       await v1.register(faqsRoutes(ctx));
       await v1.register(assistantRoutes(ctx));
       await v1.register(chatRoutes(ctx));
+      await v1.register(conversationsRoutes(ctx));
+      await v1.register(analyticsRoutes(ctx));
     },
     { prefix: '/v1' },
   );

@@ -5,6 +5,8 @@ import type { Clock } from './lib/clock.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAssistantService } from './modules/assistant/assistant.service.js';
 import { createChatService } from './modules/chat/chat.service.js';
+import { createAnalyticsService } from './modules/analytics/analytics.service.js';
+import { createConversationsService } from './modules/conversations/conversations.service.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { createFaqsService } from './modules/faqs/faqs.service.js';
 import { createEventBus } from './modules/webhooks/events.js';
@@ -20,6 +22,8 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     faqs: createFaqsService(db, clock),
     assistant,
     chat: createChatService({ db, clock, events, assistant }),
+    conversations: createConversationsService(db),
+    analytics: createAnalyticsService(db, database.dialect),
   };
   return { config, database, db, clock, events, services };
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations/index.js';
 import type { DB } from './schema.js';
@@ -54,9 +54,15 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
 }
 
 export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
-  // Naming the schema matters: Kysely looks for its lock table across all schemas otherwise, and another
-  // schema's table (a parallel test run) would make it skip creating ours.
-  const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) });
+  // Kysely looks for its migration tables in every schema unless told which one: with another schema in the
+  // same database already migrated (parallel test files, two deployments side by side) it would skip
+  // creating them here and fail with 'relation "kysely_migration_lock" does not exist'.
+  let migrationTableSchema = schema;
+  if (!migrationTableSchema && db.getExecutor().adapter instanceof PostgresAdapter) {
+    const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db);
+    migrationTableSchema = rows[0]?.s;
+  }
+  const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { NullableTimestamp, StringEnum, Timestamp } from '../../http/schemas.js';
+import { ConversationRecord, Message } from '../conversations/conversations.schemas.js';
 
 export const MAX_METADATA_BYTES = 16 * 1024;
 
@@ -35,32 +35,7 @@ export const EscalateBody = Type.Object(
 );
 export type EscalateBody = Static<typeof EscalateBody>;
 
-export const Message = Type.Object({
-  id: Type.String(),
-  role: StringEnum(['customer', 'assistant', 'system'] as const),
-  content: Type.String(),
-  timestamp: Timestamp,
-  sources: Type.Optional(Type.Array(Type.String())),
-});
-
-/** The spec's Conversation resource, plus the fields a support agent needs. */
-export const Conversation = Type.Object({
-  id: Type.String(),
-  customerId: Type.String(),
-  customerLabel: Type.String(),
-  customerEmail: Type.Union([Type.String(), Type.Null()]),
-  persona: Type.Union([Type.String(), Type.Null()]),
-  metadata: Type.Object({}, { additionalProperties: true }),
-  status: StringEnum(['active', 'ended', 'escalated'] as const),
-  outcome: Type.Union([StringEnum(['resolved', 'unresolved', 'escalated'] as const), Type.Null()]),
-  escalationReason: Type.Union([Type.String(), Type.Null()]),
-  messages: Type.Array(Message),
-  tags: Type.Array(Type.String()),
-  topic: Type.Union([Type.String(), Type.Null()]),
-  messageCount: Type.Integer(),
-  createdAt: Timestamp,
-  endedAt: NullableTimestamp,
-});
+const Conversation = ConversationRecord;
 
 export const StartedConversation = Type.Object({ conversation: Conversation, messages: Type.Array(Message) });
 export const SentMessages = Type.Object({ messages: Type.Array(Message) });

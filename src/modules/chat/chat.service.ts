@@ -7,6 +7,7 @@ import type { AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import { detectHandoff } from '../assistant/intent.js';
 import { STOPWORDS, words } from '../assistant/text.js';
+import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import { chatRepository as repo } from './chat.repository.js';
 import { MAX_METADATA_BYTES, type ContactBody, type EscalateBody, type StartConversationBody } from './chat.schemas.js';
@@ -18,32 +19,6 @@ type ConversationRow = ConversationsTable & { message_count: number; answered_co
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
 const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
-
-export const toMessage = (m: MessagesTable) => ({
-  id: m.id,
-  role: m.role,
-  content: m.content,
-  timestamp: toIso(m.created_at),
-  ...(m.role === 'assistant' ? { sources: m.sources ? (JSON.parse(m.sources) as string[]) : [] } : {}),
-});
-
-export const toConversation = (c: ConversationRow, messages: MessagesTable[]) => ({
-  id: c.id,
-  customerId: c.customer_id,
-  customerLabel: c.customer_label,
-  customerEmail: c.customer_email,
-  persona: c.persona,
-  metadata: JSON.parse(c.metadata) as Record<string, unknown>,
-  status: c.status,
-  outcome: c.outcome,
-  escalationReason: c.escalation_reason,
-  messages: messages.map(toMessage),
-  tags: JSON.parse(c.tags) as string[],
-  topic: c.topic,
-  messageCount: c.message_count,
-  createdAt: toIso(c.created_at),
-  endedAt: c.ended_at === null ? null : toIso(c.ended_at),
-});
 
 const slug = (s: string) =>
   s

@@ -1,0 +1,28 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { IdParams, responses } from '../../http/schemas.js';
+import { ConversationList, ConversationRecord, ListConversationsQuery } from './conversations.schemas.js';
+
+export const conversationsRoutes =
+  (ctx: AppContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const svc = ctx.services.conversations;
+    const tags = ['Conversations'];
+
+    app.get('/conversations', {
+      config: { scope: 'conversations:read' },
+      schema: {
+        tags,
+        summary: 'List conversations (newest first)',
+        querystring: ListConversationsQuery,
+        response: responses(200, ConversationList),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.list(req.auth.accountId, req.query) }),
+    });
+
+    app.get('/conversations/:id', {
+      config: { scope: 'conversations:read' },
+      schema: { tags, summary: 'Get a conversation with its messages', params: IdParams, response: responses(200, ConversationRecord, [404]) },
+      handler: async (req) => ({ success: true as const, data: await svc.get(req.auth.accountId, req.params.id) }),
+    });
+  };

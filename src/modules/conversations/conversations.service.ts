@@ -1,0 +1,87 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
+import { notFound } from '../../http/errors.js';
+import { parseTimeRange } from '../../http/time-range.js';
+import { toIso } from '../../lib/clock.js';
+import { conversationsRepository as repo } from './conversations.repository.js';
+import type { ListConversationsQuery } from './conversations.schemas.js';
+
+/** JSON columns are written by this service only, but a bad row must not take a whole list down. */
+function parseJson<T>(text: string | null, fallback: T): T {
+  if (text === null) return fallback;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+const toIsoOrNull = (ms: number | null) => (ms === null ? null : toIso(ms));
+
+export function toMessage(m: Pick<MessagesTable, 'id' | 'role' | 'content' | 'created_at' | 'sources'>) {
+  const sources = m.role === 'assistant' ? parseJson<string[] | null>(m.sources, null) : null;
+  return {
+    id: m.id,
+    role: m.role,
+    content: m.content,
+    timestamp: toIso(m.created_at),
+    ...(Array.isArray(sources) ? { sources } : {}),
+  };
+}
+
+/** The one serialisation of a conversation, for the owner's API and the chat channel alike. */
+export function toConversationRecord(c: Selectable<ConversationsTable>, messages: Parameters<typeof toMessage>[0][]) {
+  return {
+    id: c.id,
+    customerId: c.customer_id,
+    status: c.status,
+    messages: messages.map(toMessage),
+    tags: parseJson<string[]>(c.tags, []),
+    createdAt: toIso(c.created_at),
+    endedAt: toIsoOrNull(c.ended_at),
+    customerLabel: c.customer_label,
+    customerEmail: c.customer_email,
+    persona: c.persona,
+    metadata: parseJson<Record<string, unknown>>(c.metadata, {}),
+    topic: c.topic,
+    outcome: c.outcome,
+    escalationReason: c.escalation_reason,
+    escalatedAt: toIsoOrNull(c.escalated_at),
+    lastMessageAt: toIso(c.last_message_at),
+    messageCount: Number(c.message_count),
+  };
+}
+
+export function createConversationsService(db: Kysely<DB>) {
+  return {
+    async list(accountId: string, q: ListConversationsQuery) {
+      const range = parseTimeRange(q);
+      const f = { ...range, status: q.status ?? 'all', customerId: q.customerId, limit: q.limit, offset: q.offset };
+      const { rows, total } = await repo.list(db, accountId, f);
+      return {
+        conversations: rows.map((r) => ({
+          id: r.id,
+          customerId: r.customer_id,
+          status: r.status,
+          tags: parseJson<string[]>(r.tags, []),
+          messageCount: Number(r.message_count),
+          createdAt: toIso(r.created_at),
+          endedAt: toIsoOrNull(r.ended_at),
+          outcome: r.outcome,
+          topic: r.topic,
+        })),
+        total,
+        limit: f.limit,
+        offset: f.offset,
+      };
+    },
+
+    async get(accountId: string, id: string) {
+      const c = await repo.find(db, accountId, id);
+      if (!c) throw notFound('conversation', id);
+      return toConversationRecord(c, await repo.messages(db, accountId, id));
+    },
+  };
+}
+
+export type ConversationsService = ReturnType<typeof createConversationsService>;
