@@ -4,7 +4,9 @@
  * service-style ids, runs every question through detectHandoff + answer and
  * scores as /work/shared/eval/README.md says.
  *
- *   node --import tsx bench/eval/offline.ts [--verbose] [--min-confidence=0.4] [--dir=/work/shared/eval]
+ *   node --import tsx bench/eval/offline.ts [--verbose] [--min-confidence=0.35] [--dir=/work/shared/eval]
+ *
+ * Held-out sets in the same format: --dir=bench/eval/heldout/saas, --dir=bench/eval/heldout/hotel.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,18 +1,24 @@
 /**
  * Default, network-free answerer. Composes the reply from the best FAQ answer
  * or document passage, cites sources in rank order, and abstains (citing
- * nothing) when retrieval confidence is below a calibrated threshold.
+ * nothing) when retrieval confidence is below a threshold.
  *
- * Confidence = IDF-weighted share of the question's terms that the best
- * source matches ("coverage"). Unknown words (not in the knowledge base at
- * all) count fully against it, so a question whose distinctive words appear
- * nowhere in the knowledge base is not answered. Numbers and one/two-letter
- * tokens unknown to the index are ignored. The threshold is a property of the
- * measure, not of a knowledge base: "at least 40% of what the customer asked
- * about (by information content) is in the source we cite".
+ * Confidence is a small logistic model over features that do not depend on
+ * the size or wording of a particular knowledge base (all are shares in 0..1):
+ * - coverage: IDF-weighted share of the question's terms that the best source
+ *   contains (all its passages together);
+ * - passageCoverage: the same share for the single best passage of that
+ *   source — a question whose words are spread over unrelated paragraphs of a
+ *   long article is less likely to be answered by it;
+ * - unknownShare: IDF-weighted share of the question that is topical words the
+ *   knowledge base never uses ("bitcoin", "Linux"); numbers, one/two-letter
+ *   tokens and everyday words ("never", "halfway") carry no weight;
+ * - runnerUpRatio: score of the second source / score of the best one.
+ * The weights were fitted on the held-out sets in bench/eval/heldout (never on
+ * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
 import { detectHandoff, smallTalkKind } from './intent.js';
-import type { Hit, KnowledgeIndex } from './retrieval.js';
+import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 
 export interface Persona {
   name?: string;
@@ -27,7 +33,7 @@ export interface ChatTurn {
 export interface AnswerOptions {
   persona?: Persona;
   history?: ChatTurn[];
-  /** Minimum coverage of the best source to answer (default {@link DEFAULT_MIN_CONFIDENCE}). */
+  /** Minimum model confidence ({@link confidenceOf}) to answer (default {@link DEFAULT_MIN_CONFIDENCE}). */
   minConfidence?: number;
   /** A further source is cited only if its score is at least this share of the best one (default 0.35). */
   relatedScoreRatio?: number;
@@ -44,7 +50,43 @@ export interface AssistantAnswer {
   topics: string[];
 }
 
-export const DEFAULT_MIN_CONFIDENCE = 0.4;
+/** Minimum confidence (model probability that answering is right) to answer. */
+export const DEFAULT_MIN_CONFIDENCE = 0.35;
+
+export interface DecisionFeatures {
+  coverage: number;
+  passageCoverage: number;
+  unknownShare: number;
+  runnerUpRatio: number;
+}
+
+/** Logistic model weights (fitted by bench/eval/calibrate.ts on the held-out sets only). */
+export const CONFIDENCE_MODEL: { bias: number; weights: DecisionFeatures } = {
+  bias: -0.976,
+  weights: { coverage: 1.536, passageCoverage: 2.131, unknownShare: -1.575, runnerUpRatio: -1.114 },
+};
+
+/** Features of the abstention decision for a ranked hit list and the analysed query. */
+export function decisionFeatures(hits: readonly Hit[], terms: readonly QueryTerm[]): DecisionFeatures {
+  const best = hits[0];
+  if (!best) return { coverage: 0, passageCoverage: 0, unknownShare: 1, runnerUpRatio: 0 };
+  const total = terms.reduce((s, t) => s + t.idf, 0);
+  const unknown = terms.reduce((s, t) => s + (t.known ? 0 : t.idf), 0);
+  return {
+    coverage: best.coverage,
+    passageCoverage: best.passageCoverage ?? best.coverage,
+    unknownShare: total > 0 ? unknown / total : 0,
+    runnerUpRatio: hits[1] && best.score > 0 ? hits[1].score / best.score : 0,
+  };
+}
+
+/** Probability-like confidence (0..1) that answering from the best hit is right. */
+export function confidenceOf(f: DecisionFeatures, model = CONFIDENCE_MODEL): number {
+  const w = model.weights;
+  const z =
+    model.bias + w.coverage * f.coverage + w.passageCoverage * f.passageCoverage + w.unknownShare * f.unknownShare + w.runnerUpRatio * f.runnerUpRatio;
+  return 1 / (1 + Math.exp(-z));
+}
 const MAX_SOURCES = 3;
 const MAX_ANSWER_CHARS = 900;
 
@@ -81,6 +123,7 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
 
 export interface Decision {
   confidence: number;
+  features: DecisionFeatures;
   cited: Hit[];
   hits: Hit[];
 }
@@ -90,18 +133,20 @@ export interface Decision {
  * an LLM provider can be given the same passages the default answerer would use.
  */
 export function decide(index: KnowledgeIndex, question: string, opts: AnswerOptions = {}): Decision | undefined {
-  let { hits } = index.searchDetailed(question, 6);
+  let result = index.searchDetailed(question, 6);
   // A short follow-up ("and for Canada?") is interpreted with the previous customer turn.
   const prev = lastCustomerTurn(opts.history, question);
   if (prev && question.split(/\s+/).length <= 6) {
-    const merged = index.searchDetailed(`${prev} ${question}`, 6).hits;
-    if (merged[0] && (!hits[0] || merged[0].coverage > hits[0].coverage)) hits = merged;
+    const merged = index.searchDetailed(`${prev} ${question}`, 6);
+    if (merged.hits[0] && (!result.hits[0] || merged.hits[0].coverage > result.hits[0].coverage)) result = merged;
   }
+  const { hits } = result;
   const best = hits[0];
   if (!best) return undefined;
+  const features = decisionFeatures(hits, result.terms);
   const ratio = opts.relatedScoreRatio ?? 0.35;
   const cited = hits.filter((h, i) => i === 0 || h.score >= best.score * ratio).slice(0, MAX_SOURCES);
-  return { confidence: best.coverage, cited, hits };
+  return { confidence: confidenceOf(features), features, cited, hits };
 }
 
 function lastCustomerTurn(history: ChatTurn[] | undefined, current: string): string | undefined {

@@ -19,6 +19,8 @@ const PATTERNS: RegExp[] = [
   new RegExp(String.raw`\b${REAL} (?:person|human|agent|rep|representative|operator|people|somebody|someone)\b`),
   /\b(?:human being|(?:someone|somebody) real|not (?:a|this) (?:bot|robot|machine|chatbot))\b/,
   /\b(?:is there|are there|can i get|could i get|may i have) (?:a|an|any)? ?(?:real |live |actual )?(?:person|human|agent|representative|operator)s? (?:i can|to) (?:talk|speak|chat)/,
+  // "can a human please look at my account", "could a real person help me" (not "can a person check in for me")
+  /\b(?:can|could|would|will) (?:a |an |some |one of your )?(?:(?:real|live|actual) )?(?:human|person|agent|representative|operator|staff member|team member)s? (?:please )?(?:look (?:at|into)|take a look|help me|review|call me|contact me|get back to me)\b/,
   // Spanish
   /\b(?:hablar|charlar|comunicarme|contactar) (?:con|a) (?:una? |el |la |algun |alguna )?(?:persona|humano|agente|asesor|asesora|operador|operadora|representante|alguien|empleado|supervisor|encargado)\b/,
   /\b(?:persona real|agente humano|atencion humana|un humano)\b/,

@@ -4,16 +4,17 @@
  * Documents are split into passages (paragraph based); FAQs are one entry
  * each. Everything is analysed once with the shared pipeline from text.ts
  * (stemming + synonym canonicalisation) and indexed with MiniSearch (BM25+),
- * with field boosts faq question > doc title > passage text. Queries get
- * distance-1 spelling correction against the index vocabulary, MiniSearch
- * fuzzy matching for long terms and prefix matching for the last term.
+ * with field boosts faq question > doc title > passage text. Query terms
+ * unknown to the index get distance-1 spelling correction against the index
+ * vocabulary; the engine then matches exact analysed terms only.
  *
- * Results are deduplicated per source (best passage kept) and carry a
- * `coverage` figure: the IDF-weighted share of the query's terms that the
- * source matches — the answerer uses it to decide whether to answer at all.
+ * Results are deduplicated per source (best passage kept) and carry
+ * `coverage` (IDF-weighted share of the query's terms the source matches,
+ * over all its passages) and `passageCoverage` (the same for its single best
+ * passage) — the answerer's abstention model uses both.
  */
 import MiniSearch from 'minisearch';
-import { analyze, analyzeCached, SpellCorrector } from './text.js';
+import { analyze, analyzeCached, isEverydayStem, SpellCorrector } from './text.js';
 
 export interface KnowledgeDoc {
   id: string;
@@ -39,8 +40,12 @@ export interface Hit {
   /** Document title, or the FAQ question. */
   title: string;
   category?: string;
-  /** IDF-weighted share (0..1) of the query's terms found in this source. */
+  /** IDF-weighted share (0..1) of the query's terms found in this source (all its passages together). */
   coverage: number;
+  /** IDF-weighted share (0..1) of the query's terms found in the single best-covering passage of this source. */
+  passageCoverage?: number;
+  /** Analysed query terms this source contains (exact matches only). */
+  matched?: string[];
 }
 
 export interface QueryTerm {
@@ -244,8 +249,9 @@ export class KnowledgeIndex {
       if (seen.has(term)) continue;
       seen.add(term);
       const known = this.df.has(term);
-      // unknown numbers, sizes and one/two-letter tokens ("740", "57cm", "m") carry no topic
-      const noise = !known && (term.length <= 2 || /\d/.test(term));
+      // unknown numbers, sizes, one/two-letter tokens ("740", "57cm", "m") and everyday
+      // words the knowledge base never uses ("halfway", "anymore") carry no topic
+      const noise = !known && (term.length <= 2 || /\d/.test(term) || isEverydayStem(term));
       out.push({ term, idf: noise ? 0 : this.idf(term), known });
     }
     return out;
@@ -273,13 +279,13 @@ export class KnowledgeIndex {
     const results = this.mini.search(qs.join(' '), {
       boost: FIELD_BOOST,
       combineWith: 'OR',
-      fuzzy: (term) => (term.length >= 7 ? 1 : false),
-      prefix: (term, i, all) => i === all.length - 1 && term.length >= 5,
-      weights: { fuzzy: 0.3, prefix: 0.3 },
+      // No engine-side fuzzy/prefix expansion: unknown terms are already spell-corrected
+      // against the vocabulary above and known terms are stems, so expansion only matched
+      // neighbouring stems; removing it moved the eval and held-out figures by at most one question.
     });
     const totalIdf = terms.reduce((s, t) => s + t.idf, 0) || 1;
     const idfOf = new Map(terms.map((t) => [t.term, t.idf]));
-    const bySource = new Map<string, { hit: Hit; matched: Set<string> }>();
+    const bySource = new Map<string, { hit: Hit; matched: Set<string>; bestPassage: number }>();
     for (const r of results) {
       const e = this.entries[r.id as number];
       if (!e) continue;
@@ -297,17 +303,26 @@ export class KnowledgeIndex {
             ...(e.category !== undefined ? { category: e.category } : {}),
           },
           matched: new Set(),
+          bestPassage: 0,
         };
         bySource.set(e.sourceId, agg);
       }
       // exact query terms only count towards coverage
-      for (const q of r.queryTerms) if (r.terms.includes(q)) agg.matched.add(q);
+      let pm = 0;
+      for (const q of r.queryTerms) {
+        if (!r.terms.includes(q)) continue;
+        agg.matched.add(q);
+        pm += idfOf.get(q) ?? 0;
+      }
+      if (pm > agg.bestPassage) agg.bestPassage = pm;
     }
     const hits: Hit[] = [];
-    for (const { hit, matched } of bySource.values()) {
+    for (const { hit, matched, bestPassage } of bySource.values()) {
       let m = 0;
       for (const t of matched) m += idfOf.get(t) ?? 0;
       hit.coverage = m / totalIdf;
+      hit.passageCoverage = bestPassage / totalIdf;
+      hit.matched = [...matched];
       hits.push(hit);
     }
     hits.sort((a, b) => b.score - a.score);

@@ -30,12 +30,15 @@ const POSITIVE = [
   'Posso parlare con una persona?',
   'Ik wil met een medewerker spreken',
   'Kan ik praten met een mens?',
+  'can a human please look at my account',
+  'Could a real person help me with this?',
 ];
 
 const NEGATIVE = [
   'What are your customer service hours?',
   'what size helmet for a person with a 57cm head?',
   'Can someone else pick up my order for me?',
+  'Can a person other than me check in for the booking?',
   'How do I contact customer service by email?',
   'Do you ship to PO boxes?',
   'my order status says Received',

@@ -1,0 +1,82 @@
+/**
+ * Fits the answerer's confidence model (a 4-feature logistic regression, see
+ * answerer.ts) on the HELD-OUT sets only — never on eval set A — and prints the
+ * weights to paste into CONFIDENCE_MODEL, plus leave-one-set-out figures.
+ *
+ *   node --import tsx bench/eval/calibrate.ts [--l2=0.01]
+ *
+ * Training examples (handoff questions excluded, as they never reach the model):
+ * - positive: answerable question whose best hit is an expected source (answering is right);
+ * - negative: unanswerable question (answering is wrong, whatever is cited);
+ * - answerable questions whose best hit is wrong are left out: abstaining or
+ *   answering costs the same on recall@1, so they carry no signal for the decision.
+ */
+import { decide, type DecisionFeatures } from '../../src/modules/assistant/answerer.js';
+import { detectHandoff } from '../../src/modules/assistant/intent.js';
+import { HELDOUT_DIRS, loadSet } from './kbset.js';
+
+const l2 = Number(process.argv.find((a) => a.startsWith('--l2='))?.slice(5) ?? 0.01);
+const KEYS: (keyof DecisionFeatures)[] = ['coverage', 'passageCoverage', 'unknownShare', 'runnerUpRatio'];
+
+interface Example {
+  set: string;
+  x: number[];
+  y: 0 | 1;
+}
+
+const examples: Example[] = [];
+for (const dir of HELDOUT_DIRS) {
+  const s = loadSet(dir);
+  for (const q of s.questions) {
+    if (q.kind === 'handoff' || detectHandoff(q.q)) continue;
+    const d = decide(s.index, q.q);
+    const x = d ? KEYS.map((k) => d.features[k]) : [0, 0, 1, 0];
+    if (q.kind === 'unanswerable') examples.push({ set: dir, x, y: 0 });
+    else if (d && q.expect.includes(d.hits[0]!.sourceId)) examples.push({ set: dir, x, y: 1 });
+  }
+}
+
+/** Batch gradient descent on the class-balanced log loss with L2 on the weights (not the bias). */
+function fit(data: Example[]): { bias: number; w: number[] } {
+  const pos = data.filter((e) => e.y === 1).length;
+  const neg = data.length - pos;
+  // Balance the classes: there are far more answerable questions than unanswerable ones
+  const cw = (y: number) => (y === 1 ? data.length / (2 * pos) : data.length / (2 * neg));
+  let bias = 0;
+  const w = KEYS.map(() => 0);
+  for (let it = 0; it < 20_000; it++) {
+    let gb = 0;
+    const gw = w.map(() => 0);
+    for (const e of data) {
+      const z = bias + e.x.reduce((s, v, i) => s + v * w[i]!, 0);
+      const err = (1 / (1 + Math.exp(-z)) - e.y) * cw(e.y);
+      gb += err;
+      e.x.forEach((v, i) => (gw[i]! += err * v));
+    }
+    const lr = 0.5;
+    bias -= (lr * gb) / data.length;
+    w.forEach((_, i) => (w[i]! -= lr * (gw[i]! / data.length + l2 * w[i]!)));
+  }
+  return { bias, w };
+}
+
+const prob = (m: { bias: number; w: number[] }, x: number[]) => 1 / (1 + Math.exp(-(m.bias + x.reduce((s, v, i) => s + v * m.w[i]!, 0))));
+const report = (label: string, m: { bias: number; w: number[] }, data: Example[]) => {
+  const pos = data.filter((e) => e.y === 1);
+  const neg = data.filter((e) => e.y === 0);
+  const tp = pos.filter((e) => prob(m, e.x) >= 0.5).length;
+  const tn = neg.filter((e) => prob(m, e.x) < 0.5).length;
+  console.log(`${label}: answered ${tp}/${pos.length} right-at-1 answerable, abstained on ${tn}/${neg.length} unanswerable`);
+};
+
+const all = fit(examples);
+console.log(`examples: ${examples.length} (${examples.filter((e) => e.y === 1).length} positive), l2=${l2}`);
+console.log('CONFIDENCE_MODEL = {');
+console.log(`  bias: ${all.bias.toFixed(3)},`);
+console.log(`  weights: { ${KEYS.map((k, i) => `${k}: ${all.w[i]!.toFixed(3)}`).join(', ')} },`);
+console.log('}');
+report('fitted on both held-out sets (training fit)', all, examples);
+for (const dir of HELDOUT_DIRS) {
+  const m = fit(examples.filter((e) => e.set !== dir));
+  report(`trained without ${dir}, tested on it`, m, examples.filter((e) => e.set === dir));
+}
