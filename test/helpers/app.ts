@@ -30,13 +30,13 @@ export interface TestApp {
 
 export async function createTestApp(
   dialect: DialectName,
-  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string } = {},
+  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...opts.env });
   const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
   const ctx: AppContext = createContext(config, database, clock);
-  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: `test:${Math.random().toString(36).slice(2)}` });
+  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}` });
   const app = await buildApp(ctx, { limiter });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
