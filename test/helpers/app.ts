@@ -3,7 +3,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import type { DialectName } from '../../src/db/database.js';
-import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { createRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
 import { FakeClock, systemClock, type Clock } from '../../src/lib/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -21,6 +21,7 @@ export interface TestApp {
   clock: Clock;
   baseUrl: string;
   config: Config;
+  limiter: RateLimiter;
   /** Creates an account with a server key (default plan enterprise with generous limits). */
   account(opts?: { plan?: string; minute?: number; day?: number; keyType?: 'server' | 'public'; scopes?: string[] }): Promise<{ accountId: string; key: string }>;
   /** A real HTTP request to the listening server. `body` objects are sent as JSON. */
@@ -48,6 +49,7 @@ export async function createTestApp(
     clock,
     baseUrl,
     config,
+    limiter,
     async account(o = {}) {
       const plan = o.plan ?? 'enterprise';
       const acct = await ctx.services.accounts.createAccount({
