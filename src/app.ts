@@ -7,7 +7,7 @@ import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { registerAuth } from './http/auth.js';
 import { errorHandler, failureBody } from './http/errors.js';
-import { registerJsonParser } from './http/json.js';
+import { registerJsonParser, registerNulGuard } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
@@ -74,6 +74,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   // a wrong content type rather than reaching validation as a string.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
+  registerNulGuard(app);
 
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);
