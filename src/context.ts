@@ -12,7 +12,7 @@ export function createContext(config: Config, database: Database, clock: Clock) 
   const { db } = database;
   const events = createEventBus({ now: () => clock.now() });
   const services = {
-    accounts: createAccountsService(db, clock),
+    accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock),
     faqs: createFaqsService(db, clock),
   };

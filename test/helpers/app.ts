@@ -34,7 +34,9 @@ export async function createTestApp(
   opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
-  const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...opts.env });
+  // The key cache is off by default in tests, which change plans and keys straight in the database;
+  // test/http/auth-cache.test.ts turns it on.
+  const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });
   const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
   const ctx: AppContext = createContext(config, database, clock);
   const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}` });
