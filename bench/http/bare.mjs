@@ -1,3 +1,4 @@
+/* global Buffer */
 // The baseline: a bare node:http server answering the exact bytes the service answered for each benchmarked
 // request (captured by run.mjs), so the ratio measures what the framework, auth, rate limit and database cost.
 import http from 'node:http';

@@ -1,3 +1,4 @@
+/* global URL, fetch */
 // Benchmarks the service (compiled dist, its own process) beside a bare node:http server answering the same
 // bytes, in the same run on the same machine. Usage (after `npm run build`):
 //   node bench/http/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres]
