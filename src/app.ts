@@ -3,10 +3,11 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { registerAuth } from './http/auth.js';
 import { errorHandler, failureBody } from './http/errors.js';
+import { registerJsonParser, registerNulGuard } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
@@ -37,6 +38,21 @@ function makeAjv(coerce: boolean) {
   return ajv;
 }
 
+/**
+ * TypeBox types `limit`/`offset` as required so handlers see numbers, and ajv fills their defaults in; for a
+ * client they are optional, so the published document says so.
+ */
+function markDefaultedParamsOptional<T>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, { parameters?: { required?: boolean; in: string; schema?: { default?: unknown } }[] }>> })
+    .paths;
+  for (const item of Object.values(paths ?? {})) {
+    for (const op of Object.values(item)) {
+      for (const p of op.parameters ?? []) if (p.in === 'query' && p.schema?.default !== undefined) p.required = false;
+    }
+  }
+  return doc;
+}
+
 export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const app = Fastify({
     logger: opts.logger ?? false,
@@ -48,7 +64,21 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     requestIdHeader: false,
     return503OnClosing: false,
     ajv: { customOptions: { removeAdditional: false } },
+    // Without this, Fastify answers an undecodable URL (`/v1/documents/%E0%A4%A`) or an over-long path
+    // parameter itself, outside the envelope and without x-request-id.
+    frameworkErrors: (err, req, reply) => {
+      reply.header('x-request-id', req.id);
+      const message =
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the URL is not valid (bad percent-encoding)';
+      (reply as FastifyReply).code(400).type('application/json').send(failureBody('INVALID_REQUEST', message));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Fastify parses text/plain bodies by default; the API only speaks JSON, so a text body must be refused as
+  // a wrong content type rather than reaching validation as a string.
+  app.removeContentTypeParser('text/plain');
+  registerJsonParser(app);
+  registerNulGuard(app);
 
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);
@@ -75,6 +105,9 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } } },
       security: [{ bearer: [] }],
     },
+    // Shared schemas get a component named after their $id (the default names them def-0, def-1…).
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transformObject: (doc) => markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
   });
 
   registerAuth(app, ctx.services.accounts, limiter);

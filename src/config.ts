@@ -10,6 +10,8 @@ export interface Config {
   webhookAllowPrivateUrls: boolean;
   conversationIdleTimeoutMs: number;
   rundownIntervalMs: number;
+  /** How long a verified API key is remembered in memory; 0 turns the cache off. */
+  authCacheTtlMs: number;
   logLevel: string;
   llm: { baseUrl: string; apiKey: string | null; model: string; timeoutMs: number } | null;
 }
@@ -39,10 +41,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
     return n;
   };
-  const duration = (name: string, fallback: string) => {
+  const duration = (name: string, fallback: string, allowZero = false) => {
     const raw = str(name, fallback);
     const ms = parseDuration(raw);
-    if (ms === null || ms <= 0) {
+    if (ms === null || ms < 0 || (ms === 0 && !allowZero)) {
       problems.push(`${name}=${JSON.stringify(raw)}: must be a positive duration such as 250ms, 30s, 5m or 2h`);
       return parseDuration(fallback)!;
     }
@@ -86,6 +88,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
+    authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', true),
     logLevel: str('LOG_LEVEL', 'info'),
     llm: llmBase
       ? {

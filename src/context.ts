@@ -17,7 +17,7 @@ export function createContext(config: Config, database: Database, clock: Clock) 
   const events = createEventBus({ now: () => clock.now() });
   const assistant = createAssistantService(db, config);
   const services = {
-    accounts: createAccountsService(db, clock),
+    accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock),
     faqs: createFaqsService(db, clock),
     assistant,

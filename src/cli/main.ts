@@ -5,7 +5,6 @@ import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { AccountsError } from '../modules/accounts/accounts.service.js';
 import { runDemo } from './demo.js';
-import { serve, runWorker } from './serve.js';
 
 const HELP = `parley — conversational support service
 
@@ -78,11 +77,12 @@ export async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
 
   switch (cmd) {
+    // Loaded on demand: the HTTP stack is most of the start-up time, and the other commands never need it.
     case 'serve':
-      await serve(config, { worker: !values['no-worker'], json });
+      await (await import('./serve.js')).serve(config, { worker: !values['no-worker'], json });
       return 0;
     case 'worker':
-      await runWorker(config, { json });
+      await (await import('./serve.js')).runWorker(config, { json });
       return 0;
     case 'migrate': {
       const database = openDatabase(config.databaseUrl);

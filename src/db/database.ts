@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations/index.js';
 import type { DB } from './schema.js';
@@ -21,6 +21,27 @@ export interface Database {
 pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
 
+/**
+ * Kysely's SQLite driver prepares every query afresh, and preparing was the largest single cost of a request
+ * in the benchmark profile (bench/http/RESULTS.md). Query shapes are few (parameters are bound, never inlined),
+ * so prepared statements are kept by SQL text; the bound keeps a pathological caller from growing it forever.
+ */
+function withStatementCache(sqlite: SQLite.Database, max = 500): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(text: string) {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        stmt = sqlite.prepare(text);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+        cache.set(text, stmt);
+      }
+      return stmt as unknown as SqliteStatement;
+    },
+  };
+}
+
 export interface DatabaseOptions {
   /** PostgreSQL only: the schema to use (tests give each run its own). */
   schema?: string;
@@ -38,7 +59,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
   // A search_path given in the URL (`?options=-c search_path=x`) pins the schema just like opts.schema.

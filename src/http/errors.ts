@@ -116,8 +116,13 @@ function fromFastifyError(err: FastifyError): ApiError | null {
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   let apiError: ApiError | null = null;
-  if (err instanceof ApiError) apiError = err;
-  else if (err.validation) apiError = invalidRequest(describeValidation(err.validation as AjvError[], err.validationContext));
+  // An unknown route is 404 whatever its body: Fastify parses the body before the not-found handler runs.
+  if (req.is404) apiError = new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+  else if (err instanceof ApiError) apiError = err;
+  else if (err.validation && err.validationContext === 'body' && req.body === undefined && !req.headers['content-type']) {
+    // A body sent without Content-Type is never parsed, so "body must be of type object" would mislead.
+    apiError = invalidRequest('Content-Type must be application/json (with a JSON object body)');
+  } else if (err.validation) apiError = invalidRequest(describeValidation(err.validation as AjvError[], err.validationContext));
   else apiError = fromFastifyError(err);
 
   if (!apiError) {

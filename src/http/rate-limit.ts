@@ -70,6 +70,11 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
       }
       return { headers };
     },
+    /** Resolves once Redis is connected (at once without Redis); until then the insurance limiter answers. */
+    ready(): Promise<void> {
+      if (!redis || redis.status === 'ready') return Promise.resolve();
+      return new Promise((resolve) => redis.once('ready', () => resolve()));
+    },
     async close() {
       if (redis) await redis.quit().catch(() => redis.disconnect());
     },

@@ -22,12 +22,23 @@ export const ErrorEnvelope = Type.Object(
   { $id: 'ErrorEnvelope' },
 );
 
-const errorRef = Type.Unsafe({ $ref: 'ErrorEnvelope#' });
+/** What each failure status means, as the OpenAPI response description (the spec's "Errors" table). */
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'INVALID_REQUEST: malformed request (the message names the field and the rule)',
+  401: 'UNAUTHORIZED: missing, invalid or revoked API key',
+  403: 'FORBIDDEN: the key lacks the scope, or a server key on the Free plan',
+  404: 'NOT_FOUND: no such resource in this account',
+  429: 'RATE_LIMITED: past the per-minute or per-day limit; see Retry-After',
+  500: 'SERVER_ERROR: internal error; the message carries the request id',
+};
+
+const errorRef = (code: number) => Type.Unsafe({ $ref: 'ErrorEnvelope#', description: ERROR_DESCRIPTIONS[code] ?? 'failure' });
 
 /** Response schemas for a route: its success shape plus the failures every authenticated route can answer. */
 export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: number[] = []) {
-  const out: Record<number, TSchema> = { [status]: Envelope(data) };
-  for (const code of [400, 401, 403, 429, 500, ...extra]) out[code] = errorRef;
+  const success = Envelope(data);
+  const out: Record<number, TSchema> = { [status]: { ...success, description: status === 201 ? 'Created' : 'OK' } as TSchema };
+  for (const code of [400, 401, 403, 429, 500, ...extra]) out[code] = errorRef(code);
   return out;
 }
 

@@ -3,7 +3,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import type { DialectName } from '../../src/db/database.js';
-import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { createRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
 import { FakeClock, systemClock, type Clock } from '../../src/lib/clock.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -21,6 +21,7 @@ export interface TestApp {
   clock: Clock;
   baseUrl: string;
   config: Config;
+  limiter: RateLimiter;
   /** Creates an account with a server key (default plan enterprise with generous limits). */
   account(opts?: { plan?: string; minute?: number; day?: number; keyType?: 'server' | 'public'; scopes?: string[] }): Promise<{ accountId: string; key: string }>;
   /** A real HTTP request to the listening server. `body` objects are sent as JSON. */
@@ -30,13 +31,15 @@ export interface TestApp {
 
 export async function createTestApp(
   dialect: DialectName,
-  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string } = {},
+  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
-  const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...opts.env });
+  // The key cache is off by default in tests, which change plans and keys straight in the database;
+  // test/http/auth-cache.test.ts turns it on.
+  const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });
   const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
   const ctx: AppContext = createContext(config, database, clock);
-  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: `test:${Math.random().toString(36).slice(2)}` });
+  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}` });
   const app = await buildApp(ctx, { limiter });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -48,6 +51,7 @@ export async function createTestApp(
     clock,
     baseUrl,
     config,
+    limiter,
     async account(o = {}) {
       const plan = o.plan ?? 'enterprise';
       const acct = await ctx.services.accounts.createAccount({

@@ -18,7 +18,36 @@ export interface CreateAccountInput {
   rateLimitDay?: number | undefined;
 }
 
-export function createAccountsService(db: Kysely<DB>, clock: Clock) {
+/**
+ * Verified keys are remembered for a short time so a request costs no key lookup: the lookup (hash, join,
+ * parse) was a large share of a cheap request (bench/http/RESULTS.md). A revocation through this process
+ * takes effect at once (the cache is cleared); one made elsewhere (the CLI, another node) or a plan change
+ * within `authCacheTtlMs`. Unknown keys are never cached, so random keys cannot fill it.
+ */
+function createKeyCache(clock: Clock, ttlMs: number, max = 10_000) {
+  const entries = new Map<string, { auth: AuthContext; expires: number }>();
+  return {
+    get(hash: string) {
+      if (ttlMs <= 0) return undefined;
+      const e = entries.get(hash);
+      if (!e) return undefined;
+      if (e.expires <= clock.now()) {
+        entries.delete(hash);
+        return undefined;
+      }
+      return e.auth;
+    },
+    set(hash: string, auth: AuthContext) {
+      if (ttlMs <= 0) return;
+      if (entries.size >= max) entries.delete(entries.keys().next().value!);
+      entries.set(hash, { auth, expires: clock.now() + ttlMs });
+    },
+    clear: () => entries.clear(),
+  };
+}
+
+export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { authCacheTtlMs?: number } = {}) {
+  const keyCache = createKeyCache(clock, opts.authCacheTtlMs ?? 0);
   return {
     async createAccount(input: CreateAccountInput) {
       const name = input.name?.trim();
@@ -113,19 +142,23 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock) {
       const key = await repo.findKey(db, id);
       if (!key) throw new AccountsError(`key ${id} not found`);
       if (key.revoked_at === null) await repo.revokeKey(db, id, clock.now());
+      keyCache.clear();
       const after = await repo.findKey(db, id);
       return { id, revoked: true, revokedAt: toIso(after!.revoked_at!) };
     },
 
     /** Resolves a bearer secret to its account, or null when unknown or revoked. */
     async authenticate(secret: string): Promise<AuthContext | null> {
-      const row = await repo.findActiveKeyByHash(db, hashKey(secret));
+      const hash = hashKey(secret);
+      const cached = keyCache.get(hash);
+      if (cached) return cached;
+      const row = await repo.findActiveKeyByHash(db, hash);
       if (!row || row.revokedAt !== null) return null;
       const limits =
         row.plan === 'enterprise'
           ? { minute: row.rateLimitMinute ?? 1, day: row.rateLimitDay ?? 1 }
           : PLAN_LIMITS[row.plan];
-      return {
+      const auth: AuthContext = {
         accountId: row.accountId,
         plan: row.plan,
         limits,
@@ -133,6 +166,13 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock) {
         keyType: row.keyType,
         scopes: new Set(JSON.parse(row.scopes) as string[]),
       };
+      keyCache.set(hash, auth);
+      return auth;
+    },
+
+    /** Drops remembered keys, e.g. after changing a plan or revoking a key outside this service. */
+    forgetCachedKeys() {
+      keyCache.clear();
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -8,7 +8,8 @@ export const documentsRepository = {
     let q = db.selectFrom('documents').where('account_id', '=', accountId);
     if (f.status !== 'all') q = q.where('status', '=', f.status as DocumentsTable['status']);
     const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      // A raw count(*) skips building an expression builder per request (visible in the benchmark profile).
+      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
       q
         .select(['id', 'title', 'status', 'created_at', 'updated_at'])
         .orderBy('created_at', 'desc')

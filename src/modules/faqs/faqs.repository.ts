@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -9,7 +9,8 @@ export const faqsRepository = {
     if (f.status !== 'all') q = q.where('status', '=', f.status as FaqsTable['status']);
     if (f.category !== undefined) q = q.where('category', '=', f.category);
     const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      // A raw count(*) skips building an expression builder per request (visible in the benchmark profile).
+      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
       q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
     ]);
     return { rows, total: Number(count.n) };

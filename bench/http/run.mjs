@@ -1,0 +1,125 @@
+/* global URL, fetch */
+// Benchmarks the service (compiled dist, its own process) beside a bare node:http server answering the same
+// bytes, in the same run on the same machine. Usage (after `npm run build`):
+//   node bench/http/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres]
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    db: { type: 'string', default: 'sqlite' },
+    out: { type: 'string' },
+  },
+});
+const duration = Number(values.duration);
+const connections = Number(values.connections);
+const ROOT = new URL('../..', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/parley.js');
+const SERVICE_PORT = 3917;
+const BARE_PORT = 3918;
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
+let databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+let dropSchema = async () => {};
+if (values.db === 'postgres') {
+  const base = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_${Date.now()}`;
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  await c.query(`CREATE SCHEMA ${schema}`);
+  await c.end();
+  databaseUrl = `${base}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  dropSchema = async () => {
+    const d = new pg.Client({ connectionString: base });
+    await d.connect();
+    await d.query(`DROP SCHEMA ${schema} CASCADE`);
+    await d.end();
+  };
+}
+const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1' };
+const cli = (...args) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env, encoding: 'utf8' }));
+
+function start(args, extraEnv = {}) {
+  const child = spawn(process.execPath, args, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (c) => {
+      if (/ready|listening/.test(c.toString())) resolve(child);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+}
+
+// Enterprise limits far above what the run sends, so the benchmark measures the limiter, not 429s.
+const account = cli('accounts', 'create', '--name', 'Bench', '--plan', 'enterprise', '--rate-limit-minute', '100000000', '--rate-limit-day', '1000000000');
+const { key } = cli('keys', 'create', '--account', account.id);
+const service = await start([BIN, 'serve', '--no-worker', '--json']);
+const base = `http://127.0.0.1:${SERVICE_PORT}`;
+const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+const docBody = (i) => JSON.stringify({ title: `Article ${i}: shipping, returns and warranty`, content: `Body of article ${i}. `.repeat(40), status: 'active' });
+
+let lastId;
+for (let i = 0; i < 100; i++) {
+  const r = await fetch(`${base}/v1/documents`, { method: 'POST', headers: auth, body: docBody(i) });
+  lastId = (await r.json()).data.id;
+}
+const capture = async (path, init = {}) => (await fetch(`${base}${path}`, { headers: auth, ...init })).text();
+const bytes = {
+  port: BARE_PORT,
+  list: await capture('/v1/documents?limit=20&offset=40'),
+  get: await capture(`/v1/documents/${lastId}`),
+  create: await capture('/v1/documents', { method: 'POST', body: docBody(999) }),
+};
+const bare = await start([join(ROOT, 'bench/http/bare.mjs'), JSON.stringify(bytes)]);
+
+const scenarios = [
+  { name: 'GET /v1/documents (20 of 100)', method: 'GET', path: '/v1/documents?limit=20&offset=40' },
+  { name: 'GET /v1/documents/:id', method: 'GET', path: `/v1/documents/${lastId}` },
+  { name: 'POST /v1/documents', method: 'POST', path: '/v1/documents', body: docBody(1) },
+];
+
+const run = (url, s) =>
+  new Promise((resolve, reject) => {
+    autocannon({ url: `${url}${s.path}`, method: s.method, headers: auth, body: s.body, connections, duration }, (err, res) => (err ? reject(err) : resolve(res)));
+  });
+
+const rows = [];
+for (const s of scenarios) {
+  // short warm-up of each so JIT and caches are equal before the measured run
+  await run(base, { ...s, duration: 2 }).catch(() => {});
+  const svc = await run(base, s);
+  await run(`http://127.0.0.1:${BARE_PORT}`, { ...s, duration: 2 }).catch(() => {});
+  const b = await run(`http://127.0.0.1:${BARE_PORT}`, s);
+  const errors = svc.errors + svc.non2xx;
+  rows.push({
+    scenario: s.name,
+    service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, errors },
+    bare: { rps: b.requests.average, p50: b.latency.p50, p99: b.latency.p99 },
+    ratio: svc.requests.average / b.requests.average,
+  });
+}
+
+service.kill('SIGTERM');
+bare.kill('SIGTERM');
+await dropSchema();
+rmSync(dir, { recursive: true, force: true });
+
+const meta = { date: new Date().toISOString(), db: values.db, connections, duration, node: process.version, cpus: `${cpus().length} × ${cpus()[0]?.model}` };
+const table = [
+  `| scenario | service req/s | p50 ms | p99 ms | bare req/s | bare p50 | bare p99 | ratio |`,
+  `|---|---:|---:|---:|---:|---:|---:|---:|`,
+  ...rows.map(
+    (r) =>
+      `| ${r.scenario} | ${Math.round(r.service.rps)} | ${r.service.p50} | ${r.service.p99} | ${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.ratio * 100).toFixed(0)}% |`,
+  ),
+].join('\n');
+console.log(JSON.stringify(meta));
+console.log(table);
+if (rows.some((r) => r.service.errors)) console.log('errors:', rows.map((r) => r.service.errors).join(', '));
+if (values.out) writeFileSync(values.out, JSON.stringify({ meta, rows }, null, 2));

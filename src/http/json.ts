@@ -1,0 +1,85 @@
+import type { FastifyInstance } from 'fastify';
+import { invalidRequest } from './errors.js';
+
+/**
+ * True when a parsed JSON value carries a prototype-pollution key at any depth: an own `__proto__`, or a
+ * `constructor` object with its own `prototype`. Iterative, because a hostile body can nest 100,000 deep.
+ */
+export function hasPollutionKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
+      continue;
+    }
+    if (Object.hasOwn(v, '__proto__')) return true;
+    const ctor = (v as Record<string, unknown>).constructor;
+    if (Object.hasOwn(v, 'constructor') && ctor !== null && typeof ctor === 'object' && Object.hasOwn(ctor, 'prototype')) return true;
+    for (const x of Object.values(v)) if (x !== null && typeof x === 'object') stack.push(x);
+  }
+  return false;
+}
+
+/** True when any string (key or value) at any depth holds U+0000, which PostgreSQL text cannot store. */
+export function hasNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return true;
+    } else if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (k.includes('\u0000')) return true;
+        stack.push(x);
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * Path and query values with U+0000: PostgreSQL refuses them with an error that would otherwise surface as a
+ * 500, and no id, slug or filter value legitimately contains one.
+ */
+export function registerNulGuard(app: FastifyInstance) {
+  app.addHook('preValidation', async (req) => {
+    for (const [part, values] of [['path', req.params], ['query', req.query]] as const) {
+      if (values && typeof values === 'object' && hasNul(values)) throw invalidRequest(`${part} values must not contain NUL (\\u0000) characters`);
+    }
+  });
+}
+
+/**
+ * Replaces Fastify's JSON parser so each refusal says what was wrong: not JSON, empty, or a prototype-pollution
+ * key (Fastify's own parser reports all three as "invalid JSON").
+ */
+export function registerJsonParser(app: FastifyInstance) {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (text.length === 0) {
+      // Many clients send Content-Type: application/json on a bodiless DELETE; only routes taking a body mind.
+      if (!req.routeOptions.schema?.body) return done(null, undefined);
+      return done(invalidRequest('body is empty; send a JSON object'), undefined);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return done(invalidRequest('body is not valid JSON'), undefined);
+    }
+    // Only bodies that could spell the keys (possibly \u-escaped) pay for the walk.
+    if (/proto|constructor|\\u/.test(text) && hasPollutionKey(parsed)) {
+      return done(invalidRequest('body must not contain "__proto__" or "constructor.prototype" keys'), undefined);
+    }
+    // JSON can only carry NUL as an escape, so bodies without one skip the walk.
+    if (/\\u0000/i.test(text) && hasNul(parsed)) {
+      return done(invalidRequest('body must not contain NUL (\\u0000) characters'), undefined);
+    }
+    done(null, parsed);
+  });
+}

@@ -1,0 +1,326 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { migrations } from '../../src/db/migrations/index.js';
+import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
+import type { DialectName } from '../../src/db/database.js';
+import { PG_URL } from '../helpers/db.js';
+
+const ENTRY = join(import.meta.dirname, '../../src/cli/run.ts');
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A real child process, as a user runs it; env is the whole environment of the child (plus PATH). */
+function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** `--json` promises one JSON object on stdout and nothing else there. */
+function oneJson(r: CliResult): any {
+  const lines = r.stdout.split('\n').filter((l) => l !== '');
+  assert.equal(lines.length, 1, `exactly one line on stdout, got: ${r.stdout}\nstderr: ${r.stderr}`);
+  const obj = JSON.parse(lines[0]!);
+  assert.equal(typeof obj, 'object');
+  assert.ok(obj !== null && !Array.isArray(obj));
+  return obj;
+}
+
+/** A database URL nobody has migrated yet: a new SQLite file, or a new empty PostgreSQL schema. */
+async function freshDatabase(dialect: string): Promise<{ url: string; cleanup(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-cli-'));
+    return { url: `sqlite:${join(dir, 'sub', 'parley.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const schema = `cli_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  return {
+    url: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+    async cleanup() {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}
+
+/** Starts `parley serve --json` on a free port and resolves once it printed where it listens. */
+async function startServe(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'serve', '--json', '--no-worker'], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const listening = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 20_000);
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      const line = stdout.split('\n').find((l) => l.includes('listening'));
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line).listening as string);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  });
+  return {
+    url: listening,
+    stderr: () => stderr,
+    async stop() {
+      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** The CLI suite for one dialect; one test file per dialect so the runner can run them in parallel processes. */
+export function cliSuite(dialect: DialectName) {
+  describe(`parley CLI (${dialect})`, () => {
+    let db: { url: string; cleanup(): Promise<void> };
+    let env: Record<string, string>;
+    before(async () => {
+      db = await freshDatabase(dialect);
+      env = { DATABASE_URL: db.url };
+    });
+    after(() => db.cleanup());
+
+    test('migrate applies the migrations on a new database, then has nothing to do', async () => {
+      const first = await cli(['migrate', '--json'], env);
+      assert.equal(first.code, 0, first.stderr);
+      assert.deepEqual(oneJson(first), { applied: Object.keys(migrations) });
+      const second = await cli(['migrate'], env);
+      assert.equal(second.code, 0);
+      assert.match(second.stdout, /up to date/);
+    });
+
+    test('parley serve on an empty database prints how to create an account, and serves', async () => {
+      const s = await startServe(env);
+      try {
+        assert.match(s.stderr(), /no account yet/);
+        assert.match(s.stderr(), /parley init/);
+        assert.match(s.stderr(), /parley accounts create --name .* --plan pro/);
+        assert.match(s.stderr(), /parley keys create --account/);
+        const health = await fetch(`${s.url}/v1/health`);
+        assert.equal(health.status, 200);
+        const r = await fetch(`${s.url}/v1/documents`);
+        assert.equal(r.status, 401);
+      } finally {
+        assert.equal(await s.stop(), 0, 'SIGTERM shuts down cleanly');
+      }
+    });
+
+    test('accounts create --json prints exactly one JSON object', async () => {
+      const r = await cli(['accounts', 'create', '--name', 'Acme', '--plan', 'pro', '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const acct = oneJson(r);
+      assert.match(acct.id, /^acct_[0-9a-z]{26}$/);
+      assert.equal(acct.name, 'Acme');
+      assert.equal(acct.plan, 'pro');
+      assert.equal(new Date(acct.createdAt).toISOString(), acct.createdAt);
+      const text = await cli(['accounts', 'create', '--name', 'Beta', '--plan', 'business'], env);
+      assert.equal(text.code, 0);
+      assert.match(text.stdout, /^Created account acct_\w+ \(Beta, plan business\)\.\n$/);
+      const list = oneJson(await cli(['accounts', 'list', '--json'], env));
+      assert.ok(list.accounts.some((a: any) => a.id === acct.id));
+    });
+
+    // Validation is the same code whatever the database; PostgreSQL runs the storage-touching tests only.
+    test('enterprise requires both limits; other plans refuse them; bad values are refused', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
+      const ok = await cli(['accounts', 'create', '--name', 'Big', '--plan', 'enterprise', '--rate-limit-minute', '5000', '--rate-limit-day', '900000', '--json'], env);
+      assert.equal(ok.code, 0, ok.stderr);
+      const acct = oneJson(ok);
+      assert.equal(acct.plan, 'enterprise');
+      assert.equal(acct.rateLimitMinute, 5000);
+      assert.equal(acct.rateLimitDay, 900000);
+      const cases = [
+        [['--plan', 'enterprise'], /--rate-limit-minute is required for the enterprise plan/],
+        [['--plan', 'enterprise', '--rate-limit-minute', '10'], /--rate-limit-day is required/],
+        [['--plan', 'enterprise', '--rate-limit-minute', '0', '--rate-limit-day', '10'], /--rate-limit-minute must be a positive integer/],
+        [['--plan', 'enterprise', '--rate-limit-minute', '1.5', '--rate-limit-day', '10'], /--rate-limit-minute must be a positive integer/],
+        [['--plan', 'pro', '--rate-limit-minute', '10', '--rate-limit-day', '10'], /only accepted for the enterprise plan/],
+        [['--plan', 'free', '--rate-limit-day', '10'], /only accepted for the enterprise plan/],
+        [['--plan', 'gold'], /--plan must be one of free, pro, business, enterprise/],
+      ] as const;
+      // Child processes start slowly (module loading), so independent ones run side by side.
+      const results = await Promise.all(cases.map(([args]) => cli(['accounts', 'create', '--name', 'X', ...args], env)));
+      results.forEach((r, i) => {
+        const [args, re] = cases[i]!;
+        assert.notEqual(r.code, 0, args.join(' '));
+        assert.match(r.stderr, re);
+        assert.equal(r.stdout, '', 'nothing on stdout without --json');
+      });
+      const j = await cli(['accounts', 'create', '--name', 'X', '--plan', 'enterprise', '--json'], env);
+      assert.notEqual(j.code, 0);
+      assert.match(oneJson(j).error, /--rate-limit-minute is required/);
+      const noName = await cli(['accounts', 'create', '--plan', 'pro'], env);
+      assert.notEqual(noName.code, 0);
+      assert.match(noName.stderr, /--name is required/);
+    });
+
+    test('keys: server by default with every scope; public has chat; free refuses server keys clearly; list shows no secret; revoke → 401 over HTTP', async () => {
+      const acct = oneJson(await cli(['accounts', 'create', '--name', 'Keys Co', '--plan', 'pro', '--json'], env));
+      const server = oneJson(await cli(['keys', 'create', '--account', acct.id, '--json'], env));
+      assert.match(server.id, /^key_/);
+      assert.match(server.key, /^sk_[\w-]{20,}$/);
+      assert.equal(server.type, 'server');
+      assert.deepEqual(server.scopes, [...SCOPES]);
+
+      const [pubR, scopedR, badScope, badType, noAccount, freeR] = await Promise.all([
+        cli(['keys', 'create', '--account', acct.id, '--type', 'public', '--json'], env),
+        cli(['keys', 'create', '--account', acct.id, '--scopes', 'faqs:read, documents:read', '--json'], env),
+        cli(['keys', 'create', '--account', acct.id, '--scopes', 'admin'], env),
+        cli(['keys', 'create', '--account', acct.id, '--type', 'root'], env),
+        cli(['keys', 'create', '--account', 'acct_nope'], env),
+        cli(['accounts', 'create', '--name', 'Free Co', '--plan', 'free', '--json'], env),
+      ]);
+      const pub = oneJson(pubR);
+      assert.match(pub.key, /^pk_/);
+      assert.deepEqual(pub.scopes, ['chat']);
+      const scoped = oneJson(scopedR);
+      assert.deepEqual(scoped.scopes, ['faqs:read', 'documents:read']);
+      assert.notEqual(badScope.code, 0);
+      assert.match(badScope.stderr, /unknown scope\(s\) admin/);
+      assert.notEqual(badType.code, 0);
+      assert.match(badType.stderr, /--type must be server or public/);
+      assert.notEqual(noAccount.code, 0);
+      assert.match(noAccount.stderr, /account acct_nope not found/);
+
+      const free = oneJson(freeR);
+      const [refused, freePublic] = await Promise.all([
+        cli(['keys', 'create', '--account', free.id], env),
+        cli(['keys', 'create', '--account', free.id, '--type', 'public', '--json'], env),
+      ]);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /server keys need the Pro plan or above/);
+      assert.equal(freePublic.code, 0, freePublic.stderr);
+
+      const list = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], env));
+      assert.equal(list.keys.length, 3);
+      assert.deepEqual(list.keys.map((k: any) => k.id).sort(), [server.id, pub.id, scoped.id].sort());
+      for (const k of list.keys) {
+        assert.equal(k.revokedAt, null);
+        assert.ok(!('key' in k) && !('hash' in k), 'no secret in listings');
+        assert.ok(!JSON.stringify(k).includes(server.key) && !JSON.stringify(k).includes(pub.key));
+      }
+
+      const s = await startServe(env);
+      try {
+        const before = await fetch(`${s.url}/v1/documents`, { headers: { authorization: `Bearer ${server.key}` } });
+        assert.equal(before.status, 200);
+        const revoked = await cli(['keys', 'revoke', server.id, '--json'], env);
+        assert.equal(revoked.code, 0, revoked.stderr);
+        const r = oneJson(revoked);
+        assert.equal(r.id, server.id);
+        assert.equal(r.revoked, true);
+        const afterRevoke = await fetch(`${s.url}/v1/documents`, { headers: { authorization: `Bearer ${server.key}` } });
+        assert.equal(afterRevoke.status, 401);
+        assert.equal(((await afterRevoke.json()) as any).error.code, 'UNAUTHORIZED');
+        // the account's other keys still work
+        const other = await fetch(`${s.url}/v1/faqs`, { headers: { authorization: `Bearer ${scoped.key}` } });
+        assert.equal(other.status, 200);
+      } finally {
+        await s.stop();
+      }
+      const again = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], env));
+      assert.ok(again.keys.find((k: any) => k.id === server.id).revokedAt);
+      const unknown = await cli(['keys', 'revoke', 'key_nope'], env);
+      assert.notEqual(unknown.code, 0);
+      assert.match(unknown.stderr, /key key_nope not found/);
+    });
+
+    test('init creates an account and a server key, printed once, that works over HTTP', async () => {
+      const r = await cli(['init', '--name', 'Init Co', '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const out = oneJson(r);
+      assert.equal(out.account.name, 'Init Co');
+      assert.equal(out.account.plan, 'pro');
+      assert.match(out.key.key, /^sk_/);
+      const text = await cli(['init'], env);
+      assert.equal(text.code, 0);
+      assert.match(text.stdout, /shown once/);
+      assert.match(text.stdout, /curl -H "Authorization: Bearer sk_/);
+      const s = await startServe(env);
+      try {
+        assert.doesNotMatch(s.stderr(), /no account yet/, 'no hint once accounts exist');
+        const res = await fetch(`${s.url}/v1/faqs`, { headers: { authorization: `Bearer ${out.key.key}` } });
+        assert.equal(res.status, 200);
+      } finally {
+        await s.stop();
+      }
+    });
+
+    test('demo loads a sample knowledge base', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
+      const out = oneJson(await cli(['init', '--json'], env));
+      const r = await cli(['demo', '--account', out.account.id, '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6 });
+    });
+  });
+}
+
+export function cliConfigSuite() {
+  describe('parley CLI: usage and configuration errors', () => {
+    const env = { DATABASE_URL: 'sqlite::memory:' };
+
+    test('a bad environment variable exits non-zero naming the variable', async () => {
+      const cases = [
+        ['PORT', 'abc', /PORT="abc": must be an integer/],
+        ['DATABASE_URL', 'mysql://x', /DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//],
+        ['REDIS_URL', 'http://x', /REDIS_URL/],
+        ['WEBHOOK_TIMEOUT', 'soon', /WEBHOOK_TIMEOUT/],
+        ['WEBHOOK_RETRY_DELAYS', '0,5x', /WEBHOOK_RETRY_DELAYS: entry "5x"/],
+        ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe', /WEBHOOK_ALLOW_PRIVATE_URLS/],
+        ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+      ] as const;
+      const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
+      results.forEach((r, i) => {
+        const [name, , re] = cases[i]!;
+        assert.notEqual(r.code, 0, name);
+        assert.match(r.stderr, re);
+        assert.equal(r.stdout, '');
+      });
+      const j = await cli(['migrate', '--json'], { ...env, PORT: 'abc' });
+      assert.notEqual(j.code, 0);
+      assert.match(oneJson(j).error, /PORT="abc"/);
+      const both = await cli(['migrate'], { ...env, PORT: '-1', CONVERSATION_IDLE_TIMEOUT: '0' });
+      assert.match(both.stderr, /PORT/);
+      assert.match(both.stderr, /CONVERSATION_IDLE_TIMEOUT/, 'every bad variable named at once');
+    });
+
+    test('unknown commands and flags are usage errors; --help prints usage', async () => {
+      const [unknown, flag, help] = await Promise.all([cli(['frobnicate'], env), cli(['accounts', 'list', '--bogus'], env), cli(['--help'], env)]);
+      assert.notEqual(unknown.code, 0);
+      assert.match(unknown.stderr, /unknown command frobnicate/);
+      assert.notEqual(flag.code, 0);
+      assert.match(flag.stderr, /bogus/);
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /parley accounts create --name NAME --plan free\|pro\|business\|enterprise/);
+    });
+  });
+}

@@ -1,0 +1,3 @@
+import { cliConfigSuite } from './cli-suite.js';
+
+cliConfigSuite();

@@ -1,0 +1,3 @@
+import { cliSuite } from './cli-suite.js';
+
+cliSuite('postgres');

@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+
+/** Every route the service answers under /v1, with its success status and whether it can answer 404. */
+const ROUTES = [
+  ['get', '/documents', '200', false],
+  ['post', '/documents', '201', false],
+  ['get', '/documents/{id}', '200', true],
+  ['put', '/documents/{id}', '200', true],
+  ['delete', '/documents/{id}', '200', true],
+  ['get', '/faqs', '200', false],
+  ['post', '/faqs', '201', false],
+  ['get', '/faqs/{id}', '200', true],
+  ['put', '/faqs/{id}', '200', true],
+  ['delete', '/faqs/{id}', '200', true],
+  ['get', '/settings/assistant', '200', false],
+  ['put', '/settings/assistant', '200', false],
+  ['post', '/chat/conversations', '201', false],
+  ['get', '/chat/conversations/{id}', '200', true],
+  ['post', '/chat/conversations/{id}/messages', '200', true],
+  ['post', '/chat/conversations/{id}/contact', '200', true],
+  ['post', '/chat/conversations/{id}/escalate', '200', true],
+  ['post', '/chat/conversations/{id}/end', '200', true],
+  ['get', '/conversations', '200', false],
+  ['get', '/conversations/{id}', '200', true],
+  ['get', '/analytics/overview', '200', false],
+  ['get', '/analytics/topics', '200', false],
+] as const;
+
+function resolvePointer(doc: any, ref: string) {
+  assert.match(ref, /^#\//, `local reference: ${ref}`);
+  return ref
+    .slice(2)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((node, key) => (node === undefined ? undefined : node[key]), doc);
+}
+
+function collectRefs(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) node.forEach((n) => collectRefs(n, out));
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') out.push(v);
+      else collectRefs(v, out);
+    }
+  }
+  return out;
+}
+
+describe('OpenAPI document', () => {
+  let t: TestApp;
+  let doc: any;
+  before(async () => {
+    t = await createTestApp('sqlite');
+    const r = await t.request('GET', '/v1/openapi.json');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /application\/json/);
+    doc = r.body;
+  });
+  after(() => t.close());
+
+  test('is OpenAPI 3.1 with info, the /v1 server and bearer security', () => {
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(typeof doc.info.title, 'string');
+    assert.equal(typeof doc.info.version, 'string');
+    assert.deepEqual(doc.servers, [{ url: '/v1' }]);
+    assert.deepEqual(doc.components.securitySchemes.bearer, { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' });
+    assert.deepEqual(doc.security, [{ bearer: [] }]);
+  });
+
+  test('lists exactly the API routes (health and the document itself are hidden)', () => {
+    const listed = Object.entries(doc.paths).flatMap(([path, item]: [string, any]) => Object.keys(item).map((m) => `${m} ${path}`));
+    assert.deepEqual(listed.sort(), ROUTES.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  test('every route documents its success and every failure it can answer', () => {
+    for (const [method, path, success, has404] of ROUTES) {
+      const op = doc.paths[path][method];
+      assert.ok(op.summary, `${method} ${path} summary`);
+      assert.ok(op.tags?.length, `${method} ${path} tags`);
+      const codes = Object.keys(op.responses).sort();
+      const expected = [success, '400', '401', '403', '429', '500', ...(has404 ? ['404'] : [])].sort();
+      assert.deepEqual(codes, expected, `${method} ${path}`);
+      const ok = op.responses[success].content['application/json'].schema;
+      assert.deepEqual(ok.required, ['success', 'data']);
+      assert.deepEqual(ok.properties.success.enum, [true]);
+      for (const code of expected.filter((c) => c !== success)) {
+        const r = op.responses[code];
+        assert.match(r.description, /^[A-Z_]+: /, `${method} ${path} ${code} description`);
+        assert.deepEqual(r.content['application/json'].schema, { $ref: '#/components/schemas/ErrorEnvelope' });
+      }
+      if (path.endsWith('{id}')) {
+        assert.deepEqual(
+          op.parameters.find((p: any) => p.in === 'path'),
+          { schema: { type: 'string', minLength: 1, maxLength: 64 }, in: 'path', name: 'id', required: true },
+        );
+      }
+      // Action endpoints (end, test, retry) take no body at all.
+      if ((method === 'post' || method === 'put') && !/\/(end|test|retry)$/.test(path)) {
+        const body = op.requestBody.content['application/json'].schema;
+        assert.equal(body.additionalProperties, false, `${method} ${path} refuses unknown fields`);
+        if (method === 'put') assert.equal(body.minProperties, 1);
+      }
+    }
+  });
+
+  test('the ErrorEnvelope component exists and every $ref in the document resolves', () => {
+    const env = doc.components.schemas.ErrorEnvelope;
+    assert.ok(env, 'components.schemas.ErrorEnvelope');
+    assert.deepEqual(env.required, ['success', 'error']);
+    assert.deepEqual(env.properties.error.properties.code.enum, ['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED', 'SERVER_ERROR']);
+    const refs = collectRefs(doc);
+    assert.ok(refs.length >= 50, `refs found: ${refs.length}`);
+    for (const ref of new Set(refs)) assert.ok(resolvePointer(doc, ref), `${ref} resolves`);
+    assert.ok(!JSON.stringify(doc).includes('ErrorEnvelope#'), 'no raw $id references left');
+    assert.ok(!Object.keys(doc.components.schemas).some((k) => /^def-\d+$/.test(k)), 'components are named');
+  });
+
+  test('list parameters: enums, bounds and defaults; none is required', () => {
+    const params = (path: string) => Object.fromEntries(doc.paths[path].get.parameters.map((p: any) => [p.name, p]));
+    const docs = params('/documents');
+    assert.deepEqual(Object.keys(docs).sort(), ['limit', 'offset', 'status']);
+    assert.deepEqual(docs.status.schema.enum, ['active', 'draft', 'all']);
+    assert.deepEqual(docs.limit.schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
+    assert.equal(docs.offset.schema.minimum, 0);
+    const faqs = params('/faqs');
+    assert.deepEqual(Object.keys(faqs).sort(), ['category', 'limit', 'offset', 'status']);
+    assert.deepEqual(faqs.status.schema.enum, ['approved', 'pending', 'draft', 'all']);
+    assert.equal(faqs.category.schema.pattern, '^[a-z0-9]+(-[a-z0-9]+)*$');
+    for (const p of [...Object.values(docs), ...Object.values(faqs)] as any[]) assert.equal(p.required, false, p.name);
+  });
+
+  test('record shapes match the contract', () => {
+    const data = (method: string, path: string, code: string) => doc.paths[path][method].responses[code].content['application/json'].schema.properties.data;
+    assert.deepEqual(data('get', '/documents/{id}', '200').required, ['id', 'title', 'content', 'status', 'createdAt', 'updatedAt']);
+    assert.deepEqual(data('post', '/documents', '201').required, ['id', 'title', 'status', 'createdAt']);
+    assert.deepEqual(data('get', '/documents', '200').properties.documents.items.required, ['id', 'title', 'status', 'createdAt', 'updatedAt']);
+    const faq = ['id', 'question', 'answer', 'category', 'status', 'createdAt', 'updatedAt'];
+    assert.deepEqual(data('post', '/faqs', '201').required, faq);
+    assert.deepEqual(data('put', '/faqs/{id}', '200').required, faq);
+    assert.deepEqual(data('get', '/faqs', '200').properties.faqs.items.required, faq);
+    assert.deepEqual(data('delete', '/faqs/{id}', '200').required, ['deleted']);
+  });
+
+  test('the document is served without a key and is stable across calls', async () => {
+    const again = await t.request('GET', '/v1/openapi.json');
+    assert.deepEqual(again.body, doc);
+  });
+});

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { buildApp } from '../../src/app.js';
+import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+for (const dialect of DIALECTS) {
+  describe(`rate limits, in memory (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await createTestApp(dialect);
+    });
+    after(() => t.close());
+
+    test('minute window: headers on every response, remaining decreasing, reset in Unix seconds; then 429 with Retry-After', async () => {
+      const { key } = await t.account({ minute: 3, day: 1000 });
+      const startSec = Date.now() / 1000;
+      const seen: { remaining: number; reset: number }[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await t.request('GET', '/v1/documents', { key });
+        assert.equal(r.status, 200);
+        assert.equal(r.headers.get('x-ratelimit-limit'), '3');
+        seen.push({ remaining: Number(r.headers.get('x-ratelimit-remaining')), reset: Number(r.headers.get('x-ratelimit-reset')) });
+      }
+      assert.deepEqual(seen.map((s) => s.remaining), [2, 1, 0]);
+      for (const { reset } of seen) {
+        assert.ok(Number.isInteger(reset), 'reset is an integer');
+        assert.ok(reset >= Math.floor(startSec), `reset ${reset} is not in the past`);
+        assert.ok(reset <= Math.ceil(startSec) + 61, `reset ${reset} is within the minute`);
+      }
+      // One fixed window: every response names the same reset time (±1 s rounding).
+      assert.ok(Math.abs(seen[0]!.reset - seen[2]!.reset) <= 1);
+
+      const limited = await t.request('GET', '/v1/faqs', { key });
+      assert.equal(limited.status, 429);
+      assert.deepEqual(limited.body, { success: false, error: { code: 'RATE_LIMITED', message: limited.body.error.message } });
+      assert.match(limited.body.error.message, /3 requests per minute/);
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+      assert.equal(limited.headers.get('x-ratelimit-limit'), '3');
+      assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
+      // a limited request is refused before its body is read or its write is made
+      const write = await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' } });
+      assert.equal(write.status, 429);
+      const { accountId } = (await t.ctx.services.accounts.authenticate(key))!;
+      const docs = await t.ctx.db.selectFrom('documents').select('id').where('account_id', '=', accountId).execute();
+      assert.equal(docs.length, 0);
+    });
+
+    test('accounts have separate quotas', async () => {
+      const a = await t.account({ minute: 1, day: 1000 });
+      const b = await t.account({ minute: 1, day: 1000 });
+      assert.equal((await t.request('GET', '/v1/documents', { key: a.key })).status, 200);
+      assert.equal((await t.request('GET', '/v1/documents', { key: a.key })).status, 429);
+      assert.equal((await t.request('GET', '/v1/documents', { key: b.key })).status, 200);
+    });
+
+    test('two keys of one account share its quota', async () => {
+      const { accountId, key } = await t.account({ minute: 2, day: 1000 });
+      const other = await t.ctx.services.accounts.createKey({ accountId });
+      assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200);
+      assert.equal((await t.request('GET', '/v1/documents', { key: other.key })).status, 200);
+      assert.equal((await t.request('GET', '/v1/documents', { key: other.key })).status, 429);
+    });
+
+    test('day window: past the daily limit 429 with a Retry-After longer than a minute', async () => {
+      const { key } = await t.account({ minute: 100, day: 2 });
+      for (let i = 0; i < 2; i++) assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200);
+      const r = await t.request('GET', '/v1/documents', { key });
+      assert.equal(r.status, 429);
+      assert.equal(r.body.error.code, 'RATE_LIMITED');
+      assert.match(r.body.error.message, /2 requests per day/);
+      const retryAfter = Number(r.headers.get('retry-after'));
+      assert.ok(retryAfter > 60 && retryAfter <= 86_400, `Retry-After ${retryAfter}`);
+      // the minute headers still describe the minute window
+      assert.equal(r.headers.get('x-ratelimit-limit'), '100');
+    });
+
+    test('plan limits apply to non-enterprise accounts', async () => {
+      for (const [plan, minute] of [['pro', '300'], ['business', '1000']] as const) {
+        const { key } = await t.account({ plan });
+        const r = await t.request('GET', '/v1/documents', { key });
+        assert.equal(r.headers.get('x-ratelimit-limit'), minute);
+        assert.equal(r.headers.get('x-ratelimit-remaining'), String(Number(minute) - 1));
+      }
+    });
+
+    test('public routes carry no rate-limit headers', async () => {
+      const r = await t.request('GET', '/v1/health');
+      assert.equal(r.headers.get('x-ratelimit-limit'), null);
+    });
+  });
+}
+
+describe('rate limits with Redis', () => {
+  let t: TestApp;
+  let redis: Redis;
+  const keyPrefix = `test:rl:${randomBytes(4).toString('hex')}`;
+  before(async () => {
+    redis = new Redis(REDIS_URL);
+    t = await createTestApp('sqlite', { redisUrl: REDIS_URL, keyPrefix });
+  });
+  after(async () => {
+    await t.close();
+    const keys = await redis.keys(`${keyPrefix}*`);
+    if (keys.length) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  test('counters live in Redis: two API nodes with the same keyPrefix share one quota', async () => {
+    // A second node: same database, its own limiter and Redis connection, its own HTTP server.
+    const limiter2 = createRateLimiter({ redisUrl: REDIS_URL, keyPrefix });
+    const app2 = await buildApp(t.ctx, { limiter: limiter2 });
+    await app2.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      // Until a node has connected it answers from its in-memory insurance limiter, which would not share.
+      await Promise.all([t.limiter.ready(), limiter2.ready()]);
+      const base2 = `http://127.0.0.1:${(app2.server.address() as AddressInfo).port}`;
+      const { accountId, key } = await t.account({ minute: 4, day: 1000 });
+      const call = async (node: 1 | 2) => {
+        if (node === 1) return t.request('GET', '/v1/documents', { key });
+        const res = await fetch(`${base2}/v1/documents`, { headers: { authorization: `Bearer ${key}` } });
+        await res.arrayBuffer();
+        return { status: res.status, headers: res.headers };
+      };
+      const results = [];
+      for (const node of [1, 2, 1, 2, 1, 2] as const) {
+        const r = await call(node);
+        results.push([r.status, r.headers.get('x-ratelimit-remaining')]);
+      }
+      assert.deepEqual(results, [
+        [200, '3'],
+        [200, '2'],
+        [200, '1'],
+        [200, '0'],
+        [429, '0'],
+        [429, '0'],
+      ]);
+      const stored = await redis.keys(`${keyPrefix}*${accountId}`);
+      assert.ok(stored.length >= 1, 'the counter is a Redis key');
+    } finally {
+      await app2.close();
+      await limiter2.close();
+    }
+  });
+
+  test('Redis unreachable: requests are still served and limited by the in-memory insurance limiter', async () => {
+    const down = await createTestApp('sqlite', { redisUrl: 'redis://127.0.0.1:1', keyPrefix: `${keyPrefix}:down` });
+    try {
+      const { key } = await down.account({ minute: 2, day: 1000 });
+      const a = await down.request('GET', '/v1/documents', { key });
+      assert.equal(a.status, 200);
+      assert.equal(a.headers.get('x-ratelimit-limit'), '2');
+      assert.equal(a.headers.get('x-ratelimit-remaining'), '1');
+      assert.equal((await down.request('GET', '/v1/documents', { key })).status, 200);
+      assert.equal((await down.request('GET', '/v1/documents', { key })).status, 429);
+    } finally {
+      await down.close();
+    }
+  });
+});
