@@ -68,14 +68,21 @@ for (const f of kb.faqs) {
 }
 
 if (extraDocs > 0) {
-  // Filler in the shop's own register, so it competes with the real articles in the index.
-  const words = kb.documents.flatMap((d) => d.content.split(/\s+/)).filter((w) => w.length > 3);
+  // Filler with a Zipf-distributed vocabulary of pseudo-words plus some everyday support words, so term
+  // frequencies look like a real archive without copying the shop's own articles.
   let seed = 7;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const syl = ['ka', 'lo', 'mi', 'ten', 'ra', 'vo', 'sel', 'dur', 'pi', 'ne', 'tor', 'gan', 'shu', 'bre', 'fi', 'mon'];
+  const common = 'the a to and of for your you is in on with we our order account can be this that it are'.split(' ');
+  const vocab = Array.from({ length: 20_000 }, (_, i) => syl[i % 16]! + syl[Math.floor(i / 16) % 16]! + syl[Math.floor(i / 256) % 16]! + (i >= 4096 ? syl[Math.floor(i / 4096) % 16]! : ''));
+  const zipf = () => vocab[Math.min(vocab.length - 1, Math.floor(Math.exp(rnd() * Math.log(vocab.length))) - 1)]!;
   for (let i = 0; i < extraDocs; i++) {
-    const text = Array.from({ length: 250 }, () => words[Math.floor(rnd() * words.length)]).join(' ');
-    await call('POST', '/documents', { title: `Archive note ${i}`, content: text, status: 'active' });
+    const text = Array.from({ length: 250 }, () => (rnd() < 0.4 ? common[Math.floor(rnd() * common.length)] : zipf())).join(' ');
+    await call('POST', '/documents', { title: `Archive note ${zipf()} ${i}`, content: text, status: 'active' });
   }
+  // The first reply after loading builds the index; measure replies, not the build.
+  const warm = await call('POST', '/chat/conversations', {});
+  await call('POST', `/chat/conversations/${warm.conversation.id}/messages`, { content: 'hello there' });
 }
 
 const score = { answerable: 0, r1: 0, r3: 0, unanswerable: 0, abstained: 0, handoff: 0, escalated: 0, leaks: 0 };
