@@ -11,6 +11,7 @@ import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
+import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -52,6 +53,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
 
   const limiter = opts.limiter ?? ctx.limiter ?? createRateLimiter({ redisUrl: ctx.config.redisUrl });
   if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
+  // Finishes in-flight webhook attempts, releases leases and closes the outbound connection pool.
+  app.addHook('onClose', () => ctx.deliveries.close());
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -84,6 +87,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       });
       await v1.register(documentsRoutes(ctx));
       await v1.register(faqsRoutes(ctx));
+      await v1.register(webhooksRoutes(ctx));
     },
     { prefix: '/v1' },
   );

@@ -3,6 +3,5 @@ import type { WorkerTask } from './worker.js';
 
 /** Every background job of the service; `parley worker` and `parley serve` (unless --no-worker) run them. */
 export function workerTasks(ctx: AppContext): WorkerTask[] {
-  void ctx;
-  return [];
+  return [...ctx.deliveries.tasks];
 }
