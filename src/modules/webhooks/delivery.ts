@@ -90,22 +90,6 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .execute();
   }
 
-  /** For a delivery that waited locally: still ours, still pending, webhook still enabled? Renews the lease. */
-  async function recheck(d: ClaimedDelivery): Promise<boolean> {
-    const now = clock.now();
-    const r = await db
-      .updateTable('deliveries')
-      .set({ lease_expires_at: now + leaseMs })
-      .where('id', '=', d.id)
-      .where('lease_owner', '=', owner)
-      .where('status', '=', 'pending')
-      .where('webhook_id', 'in', db.selectFrom('webhooks').select('id').where('id', '=', d.webhook_id).where('enabled', '=', 1))
-      .executeTakeFirst();
-    if (Number(r.numUpdatedRows) > 0) return true;
-    await releaseLease(owner, [d.id]);
-    return false;
-  }
-
   async function releaseLease(leaseOwner: string, ids?: string[]) {
     let q = db.updateTable('deliveries').set({ lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', leaseOwner);
     if (ids) q = q.where('id', 'in', ids);
@@ -126,7 +110,49 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     return res;
   }
 
-  async function record(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string, at: number, res: SendResult) {
+  interface Outcome {
+    d: ClaimedDelivery;
+    kind: AttemptKind;
+    leaseOwner: string;
+    at: number;
+    res: SendResult;
+    done: (err?: unknown) => void;
+  }
+  let outbox: Outcome[] = [];
+  let flushing: Promise<void> | null = null;
+
+  /**
+   * Attempts finishing together are recorded in one transaction (group commit): a commit costs far more
+   * than the few row writes of an attempt, and a crash before the flush only means the attempt is made again.
+   */
+  function record(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string, at: number, res: SendResult): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      outbox.push({ d, kind, leaseOwner, at, res, done: (err) => (err ? reject(err) : resolve()) });
+      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush);
+    });
+  }
+
+  async function flush(): Promise<void> {
+    const batch = outbox;
+    outbox = [];
+    try {
+      await db.transaction().execute(async (trx) => {
+        for (const o of batch) await writeOutcome(trx, o);
+      });
+      for (const o of batch) {
+        o.d.attempt_count += 1;
+        if (o.kind === 'auto') o.d.auto_attempts += 1;
+        o.done();
+      }
+    } catch (err) {
+      for (const o of batch) o.done(err);
+    } finally {
+      flushing = null;
+      if (outbox.length) flushing = Promise.resolve().then(flush);
+    }
+  }
+
+  async function writeOutcome(trx: Kysely<DB>, { d, kind, leaseOwner, at, res }: Outcome) {
     const now = clock.now();
     const n = d.attempt_count + 1;
     const autoN = kind === 'auto' ? d.auto_attempts + 1 : d.auto_attempts;
@@ -146,82 +172,123 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
         } else next = { status: 'pending', nextAt: now + delay };
       }
     }
-
-    await db.transaction().execute(async (trx) => {
-      // Written first so SQLite takes its write lock at once, and conditional on the lease: an attempt whose
-      // lease was lost (which the lease length rules out for a live process) is not recorded over another's.
-      const status = res.ok
-        ? sql<string>`'succeeded'`
-        : next
-          ? sql<string>`case when status = 'pending' then ${next.status} else status end`
-          : sql<string>`status`;
-      const nextAt = res.ok
-        ? null
-        : next
-          ? sql<number | null>`case when status = 'pending' then cast(${next.nextAt} as bigint) else null end`
-          : sql<number | null>`next_attempt_at`;
-      const updated = await trx
-        .updateTable('deliveries')
-        .set({
-          attempt_count: n,
-          auto_attempts: autoN,
-          status: status as never,
-          next_attempt_at: nextAt as never,
-          lease_owner: null,
-          lease_expires_at: null,
-          updated_at: now,
-        })
-        .where('id', '=', d.id)
-        .where('lease_owner', '=', leaseOwner)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 0) return;
-      await trx
-        .insertInto('delivery_attempts')
-        .values({
-          delivery_id: d.id,
-          attempt: n,
-          kind,
-          at,
-          status_code: res.statusCode,
-          duration_ms: res.durationMs,
-          error: res.error,
-          response_body: res.responseBody,
-          worker: leaseOwner,
-        })
-        .execute();
-      if (disableReason) await webhooksRepository.disable(trx, d.account_id, d.webhook_id, disableReason, now);
-    });
-    d.attempt_count = n;
-    d.auto_attempts = autoN;
+    // Conditional on the lease: an attempt whose lease was lost (which the lease length rules out for a
+    // live process) is not recorded over another holder's. A delivery cancelled meanwhile stays cancelled
+    // unless this attempt succeeded (the receiver did get it).
+    const status = res.ok
+      ? sql<string>`'succeeded'`
+      : next
+        ? sql<string>`case when status = 'pending' then ${next.status} else status end`
+        : sql<string>`status`;
+    const nextAt = res.ok
+      ? null
+      : next
+        ? sql<number | null>`case when status = 'pending' then cast(${next.nextAt} as bigint) else null end`
+        : sql<number | null>`next_attempt_at`;
+    const updated = await trx
+      .updateTable('deliveries')
+      .set({
+        attempt_count: n,
+        auto_attempts: autoN,
+        status: status as never,
+        next_attempt_at: nextAt as never,
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now,
+      })
+      .where('id', '=', d.id)
+      .where('lease_owner', '=', leaseOwner)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) return;
+    await trx
+      .insertInto('delivery_attempts')
+      .values({
+        delivery_id: d.id,
+        attempt: n,
+        kind,
+        at,
+        status_code: res.statusCode,
+        duration_ms: res.durationMs,
+        error: res.error,
+        response_body: res.responseBody,
+        worker: leaseOwner,
+      })
+      .execute();
+    if (disableReason) await webhooksRepository.disable(trx, d.account_id, d.webhook_id, disableReason, now);
   }
 
   // ------------------------------------------------------------------------------------------- pump
 
-  function start(d: ClaimedDelivery, stale: boolean) {
+  const recording = new Set<Promise<void>>();
+
+  function release(d: ClaimedDelivery) {
+    const c = (perWebhookCount.get(d.webhook_id) ?? 1) - 1;
+    if (c <= 0) perWebhookCount.delete(d.webhook_id);
+    else perWebhookCount.set(d.webhook_id, c);
+  }
+
+  /**
+   * Sends, then frees the HTTP slot at once; recording runs on (group-committed) while the lease, held until
+   * the record commits, keeps every other worker off this delivery.
+   */
+  function start(d: ClaimedDelivery, ready: Promise<boolean>) {
     perWebhookCount.set(d.webhook_id, (perWebhookCount.get(d.webhook_id) ?? 0) + 1);
     const p = (async () => {
-      if (stale && !(await recheck(d))) return;
-      await attempt(d, 'auto', owner);
+      if (!(await ready)) return;
+      const at = clock.now();
+      const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, secret: d.secret, body: d.body, now: at });
+      const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
+      const r = record(d, 'auto', owner, at, res)
+        .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed to record'))
+        .finally(() => recording.delete(r));
+      recording.add(r);
     })()
-      .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed to record'))
+      .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed'))
       .finally(() => {
         inFlight.delete(p);
-        const c = (perWebhookCount.get(d.webhook_id) ?? 1) - 1;
-        if (c <= 0) perWebhookCount.delete(d.webhook_id);
-        else perWebhookCount.set(d.webhook_id, c);
+        release(d);
         pump();
-        if (backlog && !closed) wake?.();
+        // Refill when the local queue runs low (claims are coalesced by the worker loop while one runs).
+        if (backlog && !closed && queued.length < perWebhook / 2 && inFlight.size + queued.length <= maxInFlight / 2) wake?.();
       });
     inFlight.add(p);
   }
 
+  /** Deliveries that waited locally: still ours, pending, webhook enabled? One statement for the lot; renews leases. */
+  async function recheckMany(ds: ClaimedDelivery[]): Promise<Set<string>> {
+    const now = clock.now();
+    const ids = ds.map((d) => d.id);
+    const ok = await db
+      .updateTable('deliveries')
+      .set({ lease_expires_at: now + leaseMs })
+      .where('id', 'in', ids)
+      .where('lease_owner', '=', owner)
+      .where(sql<boolean>`status = 'pending'`)
+      .where('webhook_id', 'in', db.selectFrom('webhooks').select('id').where(sql<boolean>`enabled = 1`))
+      .returning('id')
+      .execute();
+    const okIds = new Set(ok.map((r) => r.id));
+    const lost = ids.filter((id) => !okIds.has(id));
+    if (lost.length) await releaseLease(owner, lost);
+    return okIds;
+  }
+
   function pump() {
-    for (let i = 0; i < queued.length && inFlight.size < maxInFlight; ) {
+    const stale: ClaimedDelivery[] = [];
+    for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight; ) {
       const item = queued[i]!;
       if ((perWebhookCount.get(item.d.webhook_id) ?? 0) < perWebhook) {
         queued.splice(i, 1);
-        start(item.d, item.stale);
+        if (item.stale) stale.push(item.d);
+        else start(item.d, Promise.resolve(true));
       } else i++;
+    }
+    if (stale.length) {
+      const checked = recheckMany(stale).catch((err: unknown) => {
+        opts.log?.error({ err }, 'webhook lease check failed');
+        return new Set<string>();
+      });
+      for (const d of stale) start(d, checked.then((ok) => ok.has(d.id)));
     }
     for (const item of queued) item.stale = true;
   }
@@ -230,14 +297,18 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     if (closed || signal?.aborted) return;
     const free = maxInFlight - inFlight.size - queued.length;
     if (free <= 0) return;
-    const saturated = [...perWebhookCount].filter(([, c]) => c >= perWebhook).map(([id]) => id);
+    // A webhook with a full pipeline (a slot's worth in flight and as many waiting here) gets no more for now,
+    // so one receiver's backlog cannot fill this worker while others wait.
+    const held = new Map(perWebhookCount);
+    for (const q of queued) held.set(q.d.webhook_id, (held.get(q.d.webhook_id) ?? 0) + 1);
+    const saturated = [...held].filter(([, c]) => c >= 2 * perWebhook).map(([id]) => id);
     const limit = Math.min(free, 100);
     const got = await claim(limit, saturated);
     if (closed) {
       await releaseLease(owner, got.map((d) => d.id));
       return;
     }
-    backlog = got.length === limit;
+    backlog = got.length === limit || saturated.length > 0;
     for (const d of got) queued.push({ d, stale: false });
     pump();
   }
@@ -294,6 +365,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       }),
     ]);
     clearTimeout(timer);
+    await Promise.allSettled([...recording]);
+    while (flushing) await flushing;
     await releaseLease(owner).catch(() => undefined);
     await sender.close?.();
   }

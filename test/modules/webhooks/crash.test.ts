@@ -13,7 +13,7 @@ import { loadConfig } from '../../../src/config.js';
 import { createContext } from '../../../src/context.js';
 import type { DialectName } from '../../../src/db/database.js';
 import { systemClock } from '../../../src/lib/clock.js';
-import { createTestDatabase, DIALECTS, type TestDatabase } from '../../helpers/db.js';
+import { createTestDatabase, DIALECTS } from '../../helpers/db.js';
 import { sleep, waitFor } from './delivery-helpers.js';
 import { startServer, type TestServer } from './helpers.js';
 
