@@ -16,6 +16,7 @@ import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
+import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -86,6 +87,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
 
   const limiter = opts.limiter ?? ctx.limiter ?? createRateLimiter({ redisUrl: ctx.config.redisUrl });
   if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
+  // Finishes in-flight webhook attempts, releases leases and closes the outbound connection pool.
+  app.addHook('onClose', () => ctx.deliveries.close());
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -125,6 +128,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       await v1.register(chatRoutes(ctx));
       await v1.register(conversationsRoutes(ctx));
       await v1.register(analyticsRoutes(ctx));
+      await v1.register(webhooksRoutes(ctx));
     },
     { prefix: '/v1' },
   );

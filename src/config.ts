@@ -1,4 +1,5 @@
 import { parseDuration } from './lib/duration.js';
+import { DEFAULT_RETRY_DELAYS, parseRetryDelays } from './modules/webhooks/retry.js';
 
 export interface Config {
   port: number;
@@ -67,15 +68,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(`REDIS_URL=${JSON.stringify(redisUrl)}: must start with redis:// or rediss://`);
   }
 
-  const rawDelays = str('WEBHOOK_RETRY_DELAYS', '0,5m,30m,2h,24h');
-  const webhookRetryDelaysMs: number[] = [];
-  for (const part of rawDelays.split(',')) {
-    const ms = parseDuration(part);
-    if (ms === null) {
-      problems.push(`WEBHOOK_RETRY_DELAYS: entry ${JSON.stringify(part.trim())} is not a duration (use ms, s, m or h)`);
-    } else webhookRetryDelaysMs.push(ms);
+  const rawDelays = str('WEBHOOK_RETRY_DELAYS', DEFAULT_RETRY_DELAYS);
+  let webhookRetryDelaysMs: number[] = [];
+  try {
+    webhookRetryDelaysMs = parseRetryDelays(rawDelays);
+  } catch (err) {
+    problems.push((err as Error).message);
+    webhookRetryDelaysMs = parseRetryDelays(DEFAULT_RETRY_DELAYS);
   }
-  if (webhookRetryDelaysMs.length === 0) problems.push('WEBHOOK_RETRY_DELAYS: needs at least one delay');
 
   const llmBase = str('LLM_BASE_URL', '');
   const config: Config = {

@@ -9,12 +9,28 @@ import { createAnalyticsService } from './modules/analytics/analytics.service.js
 import { createConversationsService } from './modules/conversations/conversations.service.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { createFaqsService } from './modules/faqs/faqs.service.js';
+import { createDeliveryEngine } from './modules/webhooks/delivery.js';
 import { createEventBus } from './modules/webhooks/events.js';
+import { createUndiciSender } from './modules/webhooks/sender.js';
+import { createFanout, createWebhooksService } from './modules/webhooks/webhooks.service.js';
 
 /** Everything a route or job needs, built once per process (or per test) from config, database and clock. */
 export function createContext(config: Config, database: Database, clock: Clock) {
   const { db } = database;
-  const events = createEventBus({ now: () => clock.now() });
+  const PER_WEBHOOK = 16;
+  const deliveries = createDeliveryEngine({
+    db,
+    dialect: database.dialect,
+    clock,
+    config,
+    sender: createUndiciSender({ allowPrivate: config.webhookAllowPrivateUrls, connectionsPerOrigin: PER_WEBHOOK }),
+    perWebhook: PER_WEBHOOK,
+  });
+  // Every emit fans out to deliveries in the emitting transaction and wakes this process's worker.
+  const events = createEventBus({
+    now: () => clock.now(),
+    fanout: createFanout({ clock, retryDelaysMs: config.webhookRetryDelaysMs, onCreated: () => deliveries.kick() }),
+  });
   const assistant = createAssistantService(db, config);
   const services = {
     accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
@@ -24,8 +40,9 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     chat: createChatService({ db, clock, events, assistant }),
     conversations: createConversationsService(db),
     analytics: createAnalyticsService(db, database.dialect),
+    webhooks: createWebhooksService(db, clock, config, deliveries),
   };
-  return { config, database, db, clock, events, services };
+  return { config, database, db, clock, events, deliveries, services };
 }
 
 export type AppContext = ReturnType<typeof createContext> & { limiter?: RateLimiter };

@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { AccountsError } from '../modules/accounts/accounts.service.js';
+import { verifyDelivery } from '../modules/webhooks/signing.js';
 import { runDemo } from './demo.js';
 
 const HELP = `parley — conversational support service
@@ -21,6 +24,9 @@ Usage:
   parley keys create --account ID [--type server|public] [--scopes a,b,...]
   parley keys list --account ID
   parley keys revoke ID
+  parley webhooks verify --secret S --signature sha256=H [--body-file F]
+                                      check a received delivery's X-Service-Signature
+                                      (body from F, or stdin); prints ok or fail, exit 0 or 1
 
 Every command accepts --json (one JSON object on stdout, nothing else there).
 Configuration comes from the environment: see README.md.`;
@@ -63,6 +69,7 @@ export async function main(argv: string[]): Promise<number> {
       secret: { type: 'string' },
       body: { type: 'string' },
       signature: { type: 'string' },
+      'body-file': { type: 'string' },
     },
   });
   const json = values.json ?? false;
@@ -73,6 +80,16 @@ export async function main(argv: string[]): Promise<number> {
   if (values.help || !cmd) {
     process.stdout.write(json ? `${JSON.stringify({ help: HELP })}\n` : `${HELP}\n`);
     return cmd || values.help ? 0 : 2;
+  }
+  if (cmd === 'webhooks') {
+    if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body-file F]');
+    if (!values.secret) throw new UsageError('--secret is required');
+    if (!values.signature) throw new UsageError('--signature is required (the X-Service-Signature header value)');
+    // The raw bytes: any re-encoding of the body would change the HMAC.
+    const body = values['body-file'] !== undefined ? readFileSync(values['body-file']) : readFileSync(0);
+    const r = verifyDelivery({ secret: values.secret, body, headers: { 'x-service-signature': values.signature } });
+    out(r.ok ? { ok: true } : { ok: false, reason: r.reason }, r.ok ? 'ok' : `fail (${r.reason})`);
+    return r.ok ? 0 : 1;
   }
   const config = loadConfig();
 
@@ -180,3 +197,6 @@ export async function run(argv: string[]) {
     process.exitCode = known ? 2 : 1;
   }
 }
+
+// `node --import tsx src/cli/main.ts …` (tests, development) runs the CLI like bin/parley.js does.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await run(process.argv.slice(2));

@@ -100,6 +100,58 @@ export interface EventsTable {
   created_at: number;
 }
 
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** JSON array of event kinds (aliases already resolved). */
+  events: string;
+  /** Kept in clear: it keys the HMAC of every delivery. Never returned by the API. */
+  secret: string;
+  enabled: number;
+  disabled_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+
+/** One event for one webhook: URL, secret and body frozen when the event was emitted. */
+export interface DeliveriesTable {
+  id: string;
+  account_id: string;
+  webhook_id: string;
+  event_id: string | null;
+  event: string;
+  url: string;
+  secret: string;
+  body: string;
+  status: DeliveryStatus;
+  /** Attempts recorded so far, automatic and manual (numbers the next attempt). */
+  attempt_count: number;
+  /** Automatic attempts made: what the retry schedule and the disable rule count. */
+  auto_attempts: number;
+  next_attempt_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DeliveryAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  kind: 'auto' | 'manual' | 'test';
+  at: number;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  /** First 4 KiB of the receiver's answer. */
+  response_body: string | null;
+  /** Lease owner that made the attempt (which process). */
+  worker: string;
+}
+
 export interface DB {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -108,4 +160,7 @@ export interface DB {
   conversations: ConversationsTable;
   messages: MessagesTable;
   events: EventsTable;
+  webhooks: WebhooksTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
 }

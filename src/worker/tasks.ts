@@ -5,6 +5,7 @@ import type { WorkerTask } from './worker.js';
 export function workerTasks(ctx: AppContext): WorkerTask[] {
   const idleMs = ctx.config.conversationIdleTimeoutMs;
   return [
+    ...ctx.deliveries.tasks,
     {
       name: 'conversation-idle-sweeper',
       // Checks several times per timeout so a conversation ends at most ~25% after its idle deadline.

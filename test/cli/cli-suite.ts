@@ -294,7 +294,7 @@ export function cliConfigSuite() {
         ['DATABASE_URL', 'mysql://x', /DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//],
         ['REDIS_URL', 'http://x', /REDIS_URL/],
         ['WEBHOOK_TIMEOUT', 'soon', /WEBHOOK_TIMEOUT/],
-        ['WEBHOOK_RETRY_DELAYS', '0,5x', /WEBHOOK_RETRY_DELAYS: entry "5x"/],
+        ['WEBHOOK_RETRY_DELAYS', '0,5x', /WEBHOOK_RETRY_DELAYS entry 2 "5x"/],
         ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe', /WEBHOOK_ALLOW_PRIVATE_URLS/],
         ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
       ] as const;

@@ -26,6 +26,15 @@ const ROUTES = [
   ['get', '/conversations/{id}', '200', true],
   ['get', '/analytics/overview', '200', false],
   ['get', '/analytics/topics', '200', false],
+  ['get', '/webhooks', '200', false],
+  ['post', '/webhooks', '201', false],
+  ['get', '/webhooks/{id}', '200', true],
+  ['put', '/webhooks/{id}', '200', true],
+  ['delete', '/webhooks/{id}', '200', true],
+  ['post', '/webhooks/{id}/test', '200', true],
+  ['get', '/webhooks/{id}/deliveries', '200', true],
+  ['get', '/webhooks/{id}/deliveries/{deliveryId}', '200', true],
+  ['post', '/webhooks/{id}/deliveries/{deliveryId}/retry', '200', true],
 ] as const;
 
 function resolvePointer(doc: any, ref: string) {

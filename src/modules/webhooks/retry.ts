@@ -6,41 +6,13 @@
  * The number of entries is the number of attempts; after the last one fails the delivery is `failed`.
  */
 
+import { parseDurationList } from '../../lib/duration.js';
+
 export const DEFAULT_RETRY_DELAYS = '0,5m,30m,2h,24h';
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/**
- * Parses one duration: a non-negative number with unit `ms`, `s`, `m` or `h` (`5m`, `1.5h`, `250ms`).
- * A bare number is milliseconds. Returns whole milliseconds; throws on anything else.
- */
-export function parseDuration(input: string): number {
-  const s = String(input).trim();
-  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(s);
-  if (!m) throw new Error(`invalid duration "${input}": expected a number with unit ms, s, m or h (e.g. 30s, 5m)`);
-  const value = Number(m[1]);
-  const unit = (m[2] ?? 'ms').toLowerCase();
-  const ms = Math.round(value * UNIT_MS[unit]!);
-  if (!Number.isSafeInteger(ms)) throw new Error(`invalid duration "${input}": too large`);
-  return ms;
-}
 
 /** `"0,5m,30m,2h,24h"` → `[0, 300000, 1800000, 7200000, 86400000]`. Throws naming the bad entry. */
 export function parseRetryDelays(input: string = DEFAULT_RETRY_DELAYS): number[] {
-  const entries = String(input).split(',').map((e) => e.trim());
-  if (entries.length === 0 || (entries.length === 1 && entries[0] === '')) {
-    throw new Error('WEBHOOK_RETRY_DELAYS must list at least one delay (e.g. "0,5m,30m,2h,24h")');
-  }
-  return entries.map((entry, i) => {
-    if (entry === '') throw new Error(`WEBHOOK_RETRY_DELAYS entry ${i + 1} is empty`);
-    try {
-      return parseDuration(entry);
-    } catch {
-      throw new Error(
-        `WEBHOOK_RETRY_DELAYS entry ${i + 1} "${entry}" is not a valid delay: use a number with unit ms, s, m or h (e.g. 5m)`,
-      );
-    }
-  });
+  return parseDurationList(input, 'WEBHOOK_RETRY_DELAYS');
 }
 
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = Object.freeze(parseRetryDelays(DEFAULT_RETRY_DELAYS));

@@ -7,9 +7,10 @@ import {
   maxAttempts,
   nextAttemptAt,
   nextAttemptDelay,
-  parseDuration,
   parseRetryDelays,
 } from '../../../src/modules/webhooks/retry.js';
+import { parseDuration } from '../../../src/lib/duration.js';
+import { loadConfig } from '../../../src/config.js';
 
 test('parseRetryDelays: the default schedule', () => {
   const d = parseRetryDelays('0,5m,30m,2h,24h');
@@ -37,7 +38,13 @@ test('parseRetryDelays: errors name the bad entry', () => {
 test('parseDuration (WEBHOOK_TIMEOUT)', () => {
   assert.equal(parseDuration('30s'), 30_000);
   assert.equal(parseDuration('1500ms'), 1500);
-  assert.throws(() => parseDuration('thirty'), /invalid duration "thirty"/);
+  assert.equal(parseDuration('thirty'), null);
+  assert.equal(parseDuration('2H'), 7_200_000);
+});
+
+test('config reads WEBHOOK_RETRY_DELAYS with the same parser and names the bad entry', () => {
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: '0,50ms,1s' }).webhookRetryDelaysMs, [0, 50, 1000]);
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: '0,5x' }), /entry 2 "5x"/);
 });
 
 test('nextAttemptDelay: attempt n+1 is scheduled delays[n] after attempt n failed; none after the 5th', () => {

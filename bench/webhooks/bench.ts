@@ -1,0 +1,139 @@
+/**
+ * Webhook delivery throughput and latency, emit → 2xx at a fast local receiver, beside the raw rate of the
+ * same POSTs sent straight with undici. Run: node --import tsx bench/webhooks/bench.ts [sqlite|postgres-url]
+ */
+import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { loadConfig } from '../../src/config.js';
+import { createContext } from '../../src/context.js';
+import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { buildDeliveryHeaders } from '../../src/modules/webhooks/signing.js';
+import { workerTasks } from '../../src/worker/tasks.js';
+import { createWorker } from '../../src/worker/worker.js';
+
+const now = () => performance.timeOrigin + performance.now();
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
+  const url = process.argv[2] && process.argv[2] !== 'sqlite' ? process.argv[2] : `sqlite:${join(dir, 'bench.db')}`;
+  const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error' });
+  const database = openDatabase(url, { poolSize: 20 });
+  await migrateToLatest(database.db);
+  const ctx = createContext(config, database, systemClock);
+
+  // The receiver: answers 200 at once, records when each event's first attempt arrived.
+  const firstArrival = new Map<string, number>();
+  let received = 0;
+  let onReceived: (() => void) | null = null;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const t = now();
+      const id = req.headers['x-service-delivery-id'] as string;
+      if (!firstArrival.has(id)) firstArrival.set(id, t);
+      received++;
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+      onReceived?.();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const untilReceived = (n: number) =>
+    new Promise<void>((resolve) => {
+      onReceived = () => {
+        if (received >= n) {
+          onReceived = null;
+          resolve();
+        }
+      };
+      onReceived();
+    });
+
+  const worker = createWorker(workerTasks(ctx), { info() {}, error: (o) => console.error(o) });
+  worker.start();
+
+  const results: Record<string, unknown>[] = [];
+  const sampleBody = JSON.stringify({ event: 'conversation.message', timestamp: new Date().toISOString(), data: { conversationId: 'conv_x', content: 'x'.repeat(200) } });
+
+  for (const hooks of [1, 20]) {
+    const acct = await ctx.services.accounts.createAccount({ name: `bench ${hooks}`, plan: 'enterprise', rateLimitMinute: 1e6, rateLimitDay: 1e9 });
+    for (let i = 0; i < hooks; i++) {
+      await ctx.services.webhooks.create(acct.id, { url: `${base}/h${i}`, events: ['conversation.message'], secret: 'bench-secret-123' });
+    }
+    // Throughput: a storm of emits (one transaction each), time until every delivery got its 2xx.
+    const events = Number(process.env.BENCH_EVENTS ?? 0) || (hooks === 1 ? 10_000 : 500);
+    const total = events * hooks;
+    received = 0;
+    firstArrival.clear();
+    const t0 = now();
+    for (let i = 0; i < events; i++) {
+      await ctx.db.transaction().execute((trx) => ctx.events.emit(trx, acct.id, 'conversation.message', { seq: i, content: 'x'.repeat(200) }));
+    }
+    const emitted = now();
+    await untilReceived(total);
+    const t1 = now();
+    // Latency: paced emits (200/s), emit → first attempt arriving.
+    const lat: number[] = [];
+    const paced = 200;
+    for (let i = 0; i < paced; i++) {
+      const before = received;
+      const te = now();
+      const ev = await ctx.db.transaction().execute((trx) => ctx.events.emit(trx, acct.id, 'conversation.message', { seq: i, paced: true }));
+      void ev;
+      await untilReceived(before + hooks);
+      lat.push(now() - te);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // Raw baseline: the same number of signed POSTs straight through undici, same concurrency.
+    const agent = new Agent({ connections: 16, pipelining: 1 });
+    let next = 0;
+    const tr0 = now();
+    await Promise.all(
+      Array.from({ length: Math.min(64, 16 * hooks) }, async () => {
+        while (next < total) {
+          const i = next++;
+          const headers = buildDeliveryHeaders({ deliveryId: `raw_${i}`, event: 'conversation.message', secret: 'bench-secret-123', body: sampleBody });
+          const r = await agent.request({ origin: base, path: `/h${i % hooks}`, method: 'POST', headers, body: sampleBody });
+          await r.body.dump();
+        }
+      }),
+    );
+    const tr1 = now();
+    await agent.close();
+    const rate = total / ((t1 - t0) / 1000);
+    const raw = total / ((tr1 - tr0) / 1000);
+    results.push({
+      dialect: database.dialect,
+      webhooks: hooks,
+      deliveries: total,
+      emitSeconds: +((emitted - t0) / 1000).toFixed(2),
+      deliveriesPerSecond: Math.round(rate),
+      rawUndiciPerSecond: Math.round(raw),
+      ratioToRaw: +(rate / raw).toFixed(2),
+      latencyP50Ms: +pct(lat, 50).toFixed(1),
+      latencyP99Ms: +pct(lat, 99).toFixed(1),
+    });
+    console.log(JSON.stringify(results.at(-1)));
+  }
+
+  await worker.stop();
+  await ctx.deliveries.close();
+  server.closeAllConnections();
+  server.close();
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+await main();

@@ -1,0 +1,417 @@
+/**
+ * The delivery engine: claims due deliveries under a lease, POSTs them through the sender, records each
+ * attempt and applies the retry schedule and the disable rule.
+ *
+ * Exclusivity comes from the lease, not from the process: a delivery is sent only by the holder of its
+ * lease (`lease_owner`), the lease lasts longer than one attempt can (2 × WEBHOOK_TIMEOUT + 1 s), and every
+ * write after an attempt is conditional on still holding it. PostgreSQL workers claim with
+ * `FOR UPDATE SKIP LOCKED`, so several `parley worker` processes share the queue without waiting on each
+ * other; on SQLite the claim is one UPDATE statement, atomic under SQLite's single writer lock.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { sql, type Kysely } from 'kysely';
+import type { Config } from '../../config.js';
+import type { DialectName } from '../../db/database.js';
+import type { DB, DeliveriesTable } from '../../db/schema.js';
+import type { Clock } from '../../lib/clock.js';
+import type { WorkerTask } from '../../worker/worker.js';
+import { nextAttemptDelay } from './retry.js';
+import type { SendResult, WebhookSender } from './sender.js';
+import { buildDeliveryHeaders } from './signing.js';
+import { webhooksRepository } from './webhooks.repository.js';
+
+export type AttemptKind = 'auto' | 'manual' | 'test';
+
+/** What an attempt needs, as read when the delivery was claimed (the lease keeps it current). */
+export type ClaimedDelivery = Pick<
+  DeliveriesTable,
+  'id' | 'account_id' | 'webhook_id' | 'event' | 'url' | 'secret' | 'body' | 'attempt_count' | 'auto_attempts'
+>;
+
+const CLAIMED_COLUMNS = ['id', 'account_id', 'webhook_id', 'event', 'url', 'secret', 'body', 'attempt_count', 'auto_attempts'] as const;
+
+export interface DeliveryEngineOptions {
+  db: Kysely<DB>;
+  dialect: DialectName;
+  clock: Clock;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetryDelaysMs'>;
+  sender: WebhookSender & { close?(): Promise<void> };
+  /** Identifies this process in leases and attempt records. */
+  ownerId?: string;
+  /** Attempts in flight at once, overall (default 64) and per webhook (default 16). */
+  maxInFlight?: number;
+  perWebhook?: number;
+  /** Idle poll period (default 50 ms); an in-process emit wakes the engine sooner. */
+  pollIntervalMs?: number;
+  log?: { error(obj: unknown, msg?: string): void };
+}
+
+export function createDeliveryEngine(opts: DeliveryEngineOptions) {
+  const { db, dialect, clock, config, sender } = opts;
+  const owner = opts.ownerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const maxInFlight = opts.maxInFlight ?? 64;
+  const perWebhook = opts.perWebhook ?? 16;
+  const pollIntervalMs = opts.pollIntervalMs ?? 50;
+  const timeoutMs = config.webhookTimeoutMs;
+  const delays = config.webhookRetryDelaysMs;
+  /** Longer than one attempt can take, so a live holder never loses its lease mid-attempt. */
+  const leaseMs = 2 * timeoutMs + 1_000;
+
+  let closed = false;
+  let wake: (() => void) | null = null;
+  let backlog = false;
+  const inFlight = new Set<Promise<void>>();
+  const perWebhookCount = new Map<string, number>();
+  /** Claimed but waiting for a per-webhook slot; `stale` once they outlived the claim's tick. */
+  const queued: Array<{ d: ClaimedDelivery; stale: boolean }> = [];
+
+  // ------------------------------------------------------------------------------------------ claim
+
+  async function claim(limit: number, saturated: string[]): Promise<ClaimedDelivery[]> {
+    const now = clock.now();
+    let due = db
+      .selectFrom('deliveries as d')
+      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .select('d.id')
+      // Literal predicates (not bound parameters) so both planners match the partial index deliveries_due.
+      .where(sql<boolean>`d.status = 'pending' and d.lease_owner is null`)
+      .where('d.next_attempt_at', '<=', now)
+      .where(sql<boolean>`w.enabled = 1`)
+      .orderBy('d.next_attempt_at')
+      .limit(limit);
+    if (saturated.length) due = due.where('d.webhook_id', 'not in', saturated);
+    if (dialect === 'postgres') due = due.forUpdate(['d']).skipLocked();
+    return db
+      .updateTable('deliveries')
+      .set({ lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
+      .where('id', 'in', due)
+      .returning([...CLAIMED_COLUMNS])
+      .execute();
+  }
+
+  async function releaseLease(leaseOwner: string, ids?: string[]) {
+    let q = db.updateTable('deliveries').set({ lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', leaseOwner);
+    if (ids) q = q.where('id', 'in', ids);
+    await q.execute();
+  }
+
+  // ---------------------------------------------------------------------------------------- attempt
+
+  /**
+   * One attempt of a delivery whose lease `leaseOwner` holds: send, then record it and move the delivery on.
+   * Never throws for a receiver's failure; the attempt is returned as recorded.
+   */
+  async function attempt(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string): Promise<SendResult> {
+    const startedAt = clock.now();
+    const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, secret: d.secret, body: d.body, now: startedAt });
+    const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
+    await record(d, kind, leaseOwner, startedAt, res);
+    return res;
+  }
+
+  interface Outcome {
+    d: ClaimedDelivery;
+    kind: AttemptKind;
+    leaseOwner: string;
+    at: number;
+    res: SendResult;
+    done: (err?: unknown) => void;
+  }
+  let outbox: Outcome[] = [];
+  let flushing: Promise<void> | null = null;
+
+  /**
+   * Attempts finishing together are recorded in one transaction (group commit): a commit costs far more
+   * than the few row writes of an attempt, and a crash before the flush only means the attempt is made again.
+   */
+  function record(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string, at: number, res: SendResult): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      outbox.push({ d, kind, leaseOwner, at, res, done: (err) => (err ? reject(err) : resolve()) });
+      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush);
+    });
+  }
+
+  async function flush(): Promise<void> {
+    const batch = outbox;
+    outbox = [];
+    try {
+      await db.transaction().execute(async (trx) => {
+        for (const o of batch) await writeOutcome(trx, o);
+      });
+      for (const o of batch) {
+        o.d.attempt_count += 1;
+        if (o.kind === 'auto') o.d.auto_attempts += 1;
+        o.done();
+      }
+    } catch (err) {
+      for (const o of batch) o.done(err);
+    } finally {
+      flushing = null;
+      if (outbox.length) flushing = Promise.resolve().then(flush);
+    }
+  }
+
+  async function writeOutcome(trx: Kysely<DB>, { d, kind, leaseOwner, at, res }: Outcome) {
+    const now = clock.now();
+    const n = d.attempt_count + 1;
+    const autoN = kind === 'auto' ? d.auto_attempts + 1 : d.auto_attempts;
+    let disableReason: string | null = null;
+    let next: { status: 'pending' | 'failed'; nextAt: number | null } | null = null;
+    if (!res.ok) {
+      if (res.gone) {
+        next = { status: 'failed', nextAt: null };
+        disableReason = `receiver answered 410 Gone to delivery ${d.id}`;
+      } else if (kind === 'test') {
+        next = { status: 'failed', nextAt: null }; // a test send is not retried
+      } else if (kind === 'auto') {
+        const delay = nextAttemptDelay(delays, autoN);
+        if (delay === null) {
+          next = { status: 'failed', nextAt: null };
+          disableReason = `${autoN} failed attempts for delivery ${d.id} (last: ${res.error ?? 'failure'})`;
+        } else next = { status: 'pending', nextAt: now + delay };
+      }
+    }
+    // Conditional on the lease: an attempt whose lease was lost (which the lease length rules out for a
+    // live process) is not recorded over another holder's. A delivery cancelled meanwhile stays cancelled
+    // unless this attempt succeeded (the receiver did get it).
+    const status = res.ok
+      ? sql<string>`'succeeded'`
+      : next
+        ? sql<string>`case when status = 'pending' then ${next.status} else status end`
+        : sql<string>`status`;
+    const nextAt = res.ok
+      ? null
+      : next
+        ? sql<number | null>`case when status = 'pending' then cast(${next.nextAt} as bigint) else null end`
+        : sql<number | null>`next_attempt_at`;
+    const updated = await trx
+      .updateTable('deliveries')
+      .set({
+        attempt_count: n,
+        auto_attempts: autoN,
+        status: status as never,
+        next_attempt_at: nextAt as never,
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now,
+      })
+      .where('id', '=', d.id)
+      .where('lease_owner', '=', leaseOwner)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) return;
+    await trx
+      .insertInto('delivery_attempts')
+      .values({
+        delivery_id: d.id,
+        attempt: n,
+        kind,
+        at,
+        status_code: res.statusCode,
+        duration_ms: res.durationMs,
+        error: res.error,
+        response_body: res.responseBody,
+        worker: leaseOwner,
+      })
+      .execute();
+    if (disableReason) await webhooksRepository.disable(trx, d.account_id, d.webhook_id, disableReason, now);
+  }
+
+  // ------------------------------------------------------------------------------------------- pump
+
+  const recording = new Set<Promise<void>>();
+
+  function release(d: ClaimedDelivery) {
+    const c = (perWebhookCount.get(d.webhook_id) ?? 1) - 1;
+    if (c <= 0) perWebhookCount.delete(d.webhook_id);
+    else perWebhookCount.set(d.webhook_id, c);
+  }
+
+  /**
+   * Sends, then frees the HTTP slot at once; recording runs on (group-committed) while the lease, held until
+   * the record commits, keeps every other worker off this delivery.
+   */
+  function start(d: ClaimedDelivery, ready: Promise<boolean>) {
+    perWebhookCount.set(d.webhook_id, (perWebhookCount.get(d.webhook_id) ?? 0) + 1);
+    const p = (async () => {
+      if (!(await ready)) return;
+      const at = clock.now();
+      const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, secret: d.secret, body: d.body, now: at });
+      const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
+      const r = record(d, 'auto', owner, at, res)
+        .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed to record'))
+        .finally(() => recording.delete(r));
+      recording.add(r);
+    })()
+      .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed'))
+      .finally(() => {
+        inFlight.delete(p);
+        release(d);
+        pump();
+        // Refill when the local queue runs low (claims are coalesced by the worker loop while one runs).
+        if (backlog && !closed && queued.length < perWebhook / 2 && inFlight.size + queued.length <= maxInFlight / 2) wake?.();
+      });
+    inFlight.add(p);
+  }
+
+  /** Deliveries that waited locally: still ours, pending, webhook enabled? One statement for the lot; renews leases. */
+  async function recheckMany(ds: ClaimedDelivery[]): Promise<Set<string>> {
+    const now = clock.now();
+    const ids = ds.map((d) => d.id);
+    const ok = await db
+      .updateTable('deliveries')
+      .set({ lease_expires_at: now + leaseMs })
+      .where('id', 'in', ids)
+      .where('lease_owner', '=', owner)
+      .where(sql<boolean>`status = 'pending'`)
+      .where('webhook_id', 'in', db.selectFrom('webhooks').select('id').where(sql<boolean>`enabled = 1`))
+      .returning('id')
+      .execute();
+    const okIds = new Set(ok.map((r) => r.id));
+    const lost = ids.filter((id) => !okIds.has(id));
+    if (lost.length) await releaseLease(owner, lost);
+    return okIds;
+  }
+
+  function pump() {
+    const stale: ClaimedDelivery[] = [];
+    for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight; ) {
+      const item = queued[i]!;
+      if ((perWebhookCount.get(item.d.webhook_id) ?? 0) < perWebhook) {
+        queued.splice(i, 1);
+        if (item.stale) stale.push(item.d);
+        else start(item.d, Promise.resolve(true));
+      } else i++;
+    }
+    if (stale.length) {
+      const checked = recheckMany(stale).catch((err: unknown) => {
+        opts.log?.error({ err }, 'webhook lease check failed');
+        return new Set<string>();
+      });
+      for (const d of stale) start(d, checked.then((ok) => ok.has(d.id)));
+    }
+    for (const item of queued) item.stale = true;
+  }
+
+  async function run(signal?: AbortSignal) {
+    if (closed || signal?.aborted) return;
+    const free = maxInFlight - inFlight.size - queued.length;
+    if (free <= 0) return;
+    // A webhook with a full pipeline (a slot's worth in flight and as many waiting here) gets no more for now,
+    // so one receiver's backlog cannot fill this worker while others wait.
+    const held = new Map(perWebhookCount);
+    for (const q of queued) held.set(q.d.webhook_id, (held.get(q.d.webhook_id) ?? 0) + 1);
+    const saturated = [...held].filter(([, c]) => c >= 2 * perWebhook).map(([id]) => id);
+    const limit = Math.min(free, 100);
+    const got = await claim(limit, saturated);
+    if (closed) {
+      await releaseLease(owner, got.map((d) => d.id));
+      return;
+    }
+    backlog = got.length === limit || saturated.length > 0;
+    for (const d of got) queued.push({ d, stale: false });
+    pump();
+  }
+
+  // ------------------------------------------------------------------------------------------ sweep
+
+  async function sweep() {
+    const now = clock.now();
+    // A test send interrupted by a crash is not retried: it failed.
+    await db
+      .updateTable('deliveries')
+      .set({ status: 'failed', lease_owner: null, lease_expires_at: null, updated_at: now })
+      .where(sql<boolean>`status = 'pending' and next_attempt_at is null and lease_owner is not null`)
+      .where('lease_expires_at', '<', now)
+      .execute();
+    const r = await db
+      .updateTable('deliveries')
+      .set({ lease_owner: null, lease_expires_at: null })
+      .where('lease_owner', 'is not', null)
+      .where('lease_expires_at', '<', now)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) > 0) wake?.();
+  }
+
+  // ----------------------------------------------------------------------------------------- public
+
+  let kickTimers: NodeJS.Timeout[] = [];
+  /** An emit in this process: run soon, and again shortly after, since its transaction may not have committed yet. */
+  function kick() {
+    if (!wake || closed || kickTimers.length) return;
+    const fire = () => wake?.();
+    kickTimers = [1, 8, 30].map((ms, i, all) =>
+      setTimeout(() => {
+        fire();
+        if (i === all.length - 1) kickTimers = [];
+      }, ms),
+    );
+    for (const t of kickTimers) t.unref();
+  }
+
+  /** Graceful stop: no new claims, in-flight attempts finish (bounded by the timeout), leases released. */
+  async function close() {
+    if (closed) return;
+    closed = true;
+    for (const t of kickTimers) clearTimeout(t);
+    kickTimers = [];
+    const queuedIds = queued.splice(0).map((q) => q.d.id);
+    if (queuedIds.length) await releaseLease(owner, queuedIds);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...inFlight]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs + 1_000);
+      }),
+    ]);
+    clearTimeout(timer);
+    await Promise.allSettled([...recording]);
+    while (flushing) await flushing;
+    await releaseLease(owner).catch(() => undefined);
+    await sender.close?.();
+  }
+
+  const deliveryTask: WorkerTask = {
+    name: 'webhook-deliveries',
+    intervalMs: pollIntervalMs,
+    run,
+    bindWake(fn) {
+      wake = fn;
+    },
+    drain: close,
+  };
+  const sweeperTask: WorkerTask = {
+    name: 'webhook-lease-sweeper',
+    intervalMs: Math.max(250, Math.min(10_000, Math.floor(leaseMs / 4))),
+    run: sweep,
+  };
+
+  return {
+    owner,
+    leaseMs,
+    tasks: [deliveryTask, sweeperTask],
+    kick,
+    run,
+    sweep,
+    close,
+    /** Takes the lease of one delivery for a synchronous attempt (manual retry, test send); null when busy. */
+    async acquire(deliveryId: string): Promise<{ d: ClaimedDelivery; leaseOwner: string } | null> {
+      const now = clock.now();
+      const leaseOwner = `${owner}:api:${randomBytes(3).toString('hex')}`;
+      const d = await db
+        .updateTable('deliveries')
+        .set({ lease_owner: leaseOwner, lease_expires_at: now + leaseMs })
+        .where('id', '=', deliveryId)
+        .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_expires_at', '<', now)]))
+        .returning([...CLAIMED_COLUMNS])
+        .executeTakeFirst();
+      return d ? { d, leaseOwner } : null;
+    },
+    attempt,
+    get inFlight() {
+      return inFlight.size + queued.length;
+    },
+  };
+}
+
+export type DeliveryEngine = ReturnType<typeof createDeliveryEngine>;

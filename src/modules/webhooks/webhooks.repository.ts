@@ -1,0 +1,96 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+
+export const webhooksRepository = {
+  async list(db: Conn, accountId: string, f: { limit: number; offset: number }) {
+    const q = db.selectFrom('webhooks').where('account_id', '=', accountId);
+    const [count, rows] = await Promise.all([
+      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+    ]);
+    return { rows, total: Number(count.n) };
+  },
+  find(db: Conn, accountId: string, id: string) {
+    return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  },
+  /** The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). */
+  listEnabled(db: Conn, accountId: string) {
+    return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'events']).where('account_id', '=', accountId).where('enabled', '=', 1).execute();
+  },
+  insert(db: Conn, row: WebhooksTable) {
+    return db.insertInto('webhooks').values(row).execute();
+  },
+  async update(db: Conn, accountId: string, id: string, patch: Partial<Omit<WebhooksTable, 'id' | 'account_id' | 'created_at'>>) {
+    const r = await db.updateTable('webhooks').set(patch).where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+  async delete(db: Conn, accountId: string, id: string) {
+    const r = await db.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  },
+  /** Disables a webhook (if still enabled) and cancels its pending deliveries; true when it was enabled. */
+  async disable(db: Conn, accountId: string, id: string, reason: string, now: number) {
+    const r = await db
+      .updateTable('webhooks')
+      .set({ enabled: 0, disabled_reason: reason, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('enabled', '=', 1)
+      .executeTakeFirst();
+    await deliveriesRepository.cancelPending(db, accountId, id, now);
+    return Number(r.numUpdatedRows) > 0;
+  },
+};
+
+export const deliveriesRepository = {
+  insertMany(db: Conn, rows: DeliveriesTable[]) {
+    return db.insertInto('deliveries').values(rows).execute();
+  },
+  async cancelPending(db: Conn, accountId: string, webhookId: string, now: number) {
+    const r = await db
+      .updateTable('deliveries')
+      .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  },
+  find(db: Conn, accountId: string, webhookId: string, id: string) {
+    return db
+      .selectFrom('deliveries')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  },
+  async list(db: Conn, accountId: string, webhookId: string, f: { status: string; limit: number; offset: number }) {
+    let q = db.selectFrom('deliveries').where('account_id', '=', accountId).where('webhook_id', '=', webhookId);
+    if (f.status !== 'all') q = q.where('status', '=', f.status as DeliveryStatus);
+    const [count, rows] = await Promise.all([
+      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      q
+        .select(['id', 'event', 'status', 'next_attempt_at', 'created_at'])
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(f.limit)
+        .offset(f.offset)
+        .execute(),
+    ]);
+    return { rows, total: Number(count.n) };
+  },
+  /** Attempts of the given deliveries (already scoped to the account by the caller's delivery query). */
+  async attemptsOf(db: Conn, deliveryIds: string[]): Promise<DeliveryAttemptsTable[]> {
+    if (deliveryIds.length === 0) return [];
+    return db
+      .selectFrom('delivery_attempts')
+      .selectAll()
+      .where('delivery_id', 'in', deliveryIds)
+      .orderBy('delivery_id')
+      .orderBy('attempt')
+      .execute();
+  },
+};

@@ -1,0 +1,119 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { Deleted, IdParams, responses } from '../../http/schemas.js';
+import {
+  CreateWebhookBody,
+  DeliveryDetail,
+  DeliveryList,
+  DeliveryParams,
+  ListDeliveriesQuery,
+  ListWebhooksQuery,
+  TestWebhookBody,
+  UpdateWebhookBody,
+  WebhookList,
+  WebhookRecord,
+} from './webhooks.schemas.js';
+
+export const webhooksRoutes =
+  (ctx: AppContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const svc = ctx.services.webhooks;
+    const tags = ['Webhooks'];
+    const read = { scope: 'webhooks:read' as const };
+    const write = { scope: 'webhooks:write' as const };
+
+    app.get('/webhooks', {
+      config: read,
+      schema: { tags, summary: 'List webhooks (newest first)', querystring: ListWebhooksQuery, response: responses(200, WebhookList) },
+      handler: async (req) => ({ success: true as const, data: await svc.list(req.auth.accountId, req.query) }),
+    });
+
+    app.post('/webhooks', {
+      config: write,
+      schema: { tags, summary: 'Register a webhook', body: CreateWebhookBody, response: responses(201, WebhookRecord) },
+      handler: async (req, reply) => {
+        reply.code(201);
+        return { success: true as const, data: await svc.create(req.auth.accountId, req.body) };
+      },
+    });
+
+    app.get('/webhooks/:id', {
+      config: read,
+      schema: { tags, summary: 'Get a webhook', params: IdParams, response: responses(200, WebhookRecord, [404]) },
+      handler: async (req) => ({ success: true as const, data: await svc.get(req.auth.accountId, req.params.id) }),
+    });
+
+    app.put('/webhooks/:id', {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Update a webhook (merges url, events, secret, enabled; new settings apply to future events)',
+        params: IdParams,
+        body: UpdateWebhookBody,
+        response: responses(200, WebhookRecord, [404]),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.update(req.auth.accountId, req.params.id, req.body) }),
+    });
+
+    app.delete('/webhooks/:id', {
+      config: write,
+      schema: { tags, summary: 'Delete a webhook (cancels its pending deliveries)', params: IdParams, response: responses(200, Deleted, [404]) },
+      handler: async (req) => ({ success: true as const, data: await svc.delete(req.auth.accountId, req.params.id) }),
+    });
+
+    app.post('/webhooks/:id/test', {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Send a test event to the webhook now and answer the delivery',
+        params: IdParams,
+        body: TestWebhookBody,
+        response: responses(200, DeliveryDetail, [404]),
+      },
+      // The body is optional: a bodiless POST (no Content-Type) counts as {}.
+      preValidation: async (req) => {
+        if (req.body === undefined || req.body === null) (req as { body: unknown }).body = {};
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.test(req.auth.accountId, req.params.id, req.body?.message) }),
+    });
+
+    app.get('/webhooks/:id/deliveries', {
+      config: read,
+      schema: {
+        tags,
+        summary: 'Delivery history of a webhook (newest first)',
+        params: IdParams,
+        querystring: ListDeliveriesQuery,
+        response: responses(200, DeliveryList, [404]),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.listDeliveries(req.auth.accountId, req.params.id, req.query) }),
+    });
+
+    app.get('/webhooks/:id/deliveries/:deliveryId', {
+      config: read,
+      schema: {
+        tags,
+        summary: 'One delivery with its body and the response bodies of its attempts',
+        params: DeliveryParams,
+        response: responses(200, DeliveryDetail, [404]),
+      },
+      handler: async (req) => ({
+        success: true as const,
+        data: await svc.getDelivery(req.auth.accountId, req.params.id, req.params.deliveryId),
+      }),
+    });
+
+    app.post('/webhooks/:id/deliveries/:deliveryId/retry', {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Make a fresh attempt of a delivery now (recorded as a manual attempt)',
+        params: DeliveryParams,
+        response: responses(200, DeliveryDetail, [404]),
+      },
+      handler: async (req) => ({
+        success: true as const,
+        data: await svc.retry(req.auth.accountId, req.params.id, req.params.deliveryId),
+      }),
+    });
+  };

@@ -1,0 +1,295 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.js';
+import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
+import { ApiError, invalidRequest, notFound } from '../../http/errors.js';
+import { toIso, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { DeliveryEngine } from './delivery.js';
+import type { EventFanout } from './events.js';
+import { initialDelay } from './retry.js';
+import { assertPublicHost, SsrfError, validateWebhookUrl } from './ssrf.js';
+import { deliveriesRepository, webhooksRepository as repo } from './webhooks.repository.js';
+import {
+  EVENT_ALIASES,
+  SUBSCRIBABLE_EVENTS,
+  type CreateWebhookBody,
+  type ListDeliveriesQuery,
+  type ListWebhooksQuery,
+  type UpdateWebhookBody,
+} from './webhooks.schemas.js';
+
+export const DISABLED_BY_REQUEST = 'disabled by request';
+
+const toRecord = (r: WebhooksTable) => ({
+  id: r.id,
+  url: r.url,
+  events: JSON.parse(r.events) as string[],
+  enabled: r.enabled === 1,
+  disabledReason: r.enabled === 1 ? null : r.disabled_reason,
+  createdAt: toIso(r.created_at),
+  updatedAt: toIso(r.updated_at),
+});
+
+const toAttempt = (a: DeliveryAttemptsTable) => ({
+  attempt: a.attempt,
+  kind: a.kind,
+  at: toIso(a.at),
+  statusCode: a.status_code,
+  durationMs: a.duration_ms,
+  error: a.error,
+});
+
+/** `conversation.escalated` → `escalation`; duplicates dropped (order kept); anything unknown is a 400 naming the valid kinds. */
+export function normalizeEvents(events: string[]): string[] {
+  const out: string[] = [];
+  events.forEach((raw, i) => {
+    const kind = EVENT_ALIASES[raw] ?? raw;
+    if (!(SUBSCRIBABLE_EVENTS as readonly string[]).includes(kind)) {
+      throw invalidRequest(
+        `body.events[${i}] ${JSON.stringify(raw)} is not a known event kind; valid kinds: ${SUBSCRIBABLE_EVENTS.join(', ')} (conversation.escalated is accepted as escalation)`,
+      );
+    }
+    if (!out.includes(kind)) out.push(kind);
+  });
+  return out;
+}
+
+/**
+ * Fan-out of one emitted event, inside the emitting transaction: one delivery per webhook of the account
+ * that is enabled and subscribed at that moment, each freezing the URL, secret and body it will send.
+ */
+export function createFanout(opts: { clock: Clock; retryDelaysMs: readonly number[]; onCreated?: () => void }): EventFanout {
+  return async (conn, accountId, event) => {
+    const hooks = await repo.listEnabled(conn, accountId);
+    const now = opts.clock.now();
+    const rows: DeliveriesTable[] = [];
+    for (const h of hooks) {
+      if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
+      rows.push({
+        id: newId('dlv', now),
+        account_id: accountId,
+        webhook_id: h.id,
+        event_id: event.id,
+        event: event.kind,
+        url: h.url,
+        secret: h.secret,
+        body: event.body,
+        status: 'pending',
+        attempt_count: 0,
+        auto_attempts: 0,
+        next_attempt_at: event.createdAt + initialDelay(opts.retryDelaysMs),
+        lease_owner: null,
+        lease_expires_at: null,
+        created_at: now,
+        updated_at: now,
+      });
+    }
+    if (rows.length === 0) return;
+    await deliveriesRepository.insertMany(conn, rows);
+    opts.onCreated?.();
+  };
+}
+
+export function createWebhooksService(
+  db: Kysely<DB>,
+  clock: Clock,
+  config: Pick<Config, 'webhookAllowPrivateUrls'>,
+  engine: DeliveryEngine,
+) {
+  const allowPrivate = config.webhookAllowPrivateUrls;
+
+  /**
+   * Syntax, then (unless private URLs are allowed) every address the host resolves to must be public.
+   * A host that does not resolve is refused too: at registration that is far more often a typo than a
+   * name about to be created, and the caller sees it at once instead of as failed deliveries later.
+   */
+  async function checkUrl(url: string) {
+    const v = validateWebhookUrl(url, { allowPrivate });
+    if (!v.ok) throw invalidRequest(`body.${v.reason}`);
+    try {
+      await assertPublicHost(v.url.hostname, { allowPrivate });
+    } catch (err) {
+      if (!(err instanceof SsrfError)) throw err;
+      throw invalidRequest(
+        err.code === 'DNS_FAILURE'
+          ? `body.url host does not resolve: ${err.message}`
+          : `body.url is not allowed: ${err.message} (webhook URLs must be publicly reachable)`,
+      );
+    }
+  }
+
+  async function findOr404(accountId: string, id: string) {
+    const row = await repo.find(db, accountId, id);
+    if (!row) throw notFound('webhook', id);
+    return row;
+  }
+
+  async function deliveryDetail(accountId: string, webhookId: string, id: string) {
+    const d = await deliveriesRepository.find(db, accountId, webhookId, id);
+    if (!d) throw notFound('delivery', id);
+    const attempts = await deliveriesRepository.attemptsOf(db, [d.id]);
+    return {
+      id: d.id,
+      webhookId: d.webhook_id,
+      eventId: d.event_id,
+      event: d.event,
+      status: d.status,
+      attempts: attempts.map((a) => ({ ...toAttempt(a), responseBody: a.response_body })),
+      nextAttemptAt: d.status === 'pending' && d.next_attempt_at !== null ? toIso(d.next_attempt_at) : null,
+      createdAt: toIso(d.created_at),
+      updatedAt: toIso(d.updated_at),
+      body: d.body,
+    };
+  }
+
+  return {
+    async list(accountId: string, q: ListWebhooksQuery) {
+      const { rows, total } = await repo.list(db, accountId, q);
+      return { webhooks: rows.map(toRecord), total, limit: q.limit, offset: q.offset };
+    },
+
+    async get(accountId: string, id: string) {
+      return toRecord(await findOr404(accountId, id));
+    },
+
+    async create(accountId: string, body: CreateWebhookBody) {
+      const events = normalizeEvents(body.events);
+      await checkUrl(body.url);
+      const now = clock.now();
+      const row: WebhooksTable = {
+        id: newId('wh', now),
+        account_id: accountId,
+        url: body.url,
+        events: JSON.stringify(events),
+        secret: body.secret,
+        enabled: 1,
+        disabled_reason: null,
+        created_at: now,
+        updated_at: now,
+      };
+      await repo.insert(db, row);
+      return toRecord(row);
+    },
+
+    async update(accountId: string, id: string, body: UpdateWebhookBody) {
+      const events = body.events ? normalizeEvents(body.events) : undefined;
+      if (body.url !== undefined) await checkUrl(body.url);
+      const row = await db.transaction().execute(async (trx) => {
+        const current = await repo.find(trx, accountId, id);
+        if (!current) throw notFound('webhook', id);
+        const now = Math.max(clock.now(), current.updated_at + 1);
+        const patch: Partial<WebhooksTable> = { updated_at: now };
+        if (body.url !== undefined) patch.url = body.url;
+        if (events) patch.events = JSON.stringify(events);
+        if (body.secret !== undefined) patch.secret = body.secret;
+        if (body.enabled === true) {
+          patch.enabled = 1;
+          patch.disabled_reason = null;
+        } else if (body.enabled === false && current.enabled === 1) {
+          patch.enabled = 0;
+          patch.disabled_reason = DISABLED_BY_REQUEST;
+        }
+        await repo.update(trx, accountId, id, patch);
+        // Deliveries stop at once: pending ones are cancelled in the same transaction as the disable.
+        if (patch.enabled === 0) await deliveriesRepository.cancelPending(trx, accountId, id, now);
+        return { ...current, ...patch } as WebhooksTable;
+      });
+      return toRecord(row);
+    },
+
+    async delete(accountId: string, id: string) {
+      const deleted = await db.transaction().execute(async (trx) => {
+        const ok = await repo.delete(trx, accountId, id);
+        if (ok) await deliveriesRepository.cancelPending(trx, accountId, id, clock.now());
+        return ok;
+      });
+      if (!deleted) throw notFound('webhook', id);
+      return { deleted: true };
+    },
+
+    /** Sends a `test` event to this webhook now, whatever it subscribes to, and answers the recorded delivery. */
+    async test(accountId: string, id: string, message?: string) {
+      const hook = await findOr404(accountId, id);
+      const now = clock.now();
+      const body = JSON.stringify({ event: 'test', timestamp: toIso(now), data: { message: message ?? 'This is a test delivery from Parley.' } });
+      const deliveryId = newId('dlv', now);
+      await deliveriesRepository.insertMany(db, [
+        {
+          id: deliveryId,
+          account_id: accountId,
+          webhook_id: hook.id,
+          event_id: null,
+          event: 'test',
+          url: hook.url,
+          secret: hook.secret,
+          body,
+          status: 'pending',
+          attempt_count: 0,
+          auto_attempts: 0,
+          next_attempt_at: null, // never due: only this request sends it
+          lease_owner: null,
+          lease_expires_at: null,
+          created_at: now,
+          updated_at: now,
+        },
+      ]);
+      const lease = await engine.acquire(deliveryId);
+      if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
+      await engine.attempt(lease.d, 'test', lease.leaseOwner);
+      return deliveryDetail(accountId, hook.id, deliveryId);
+    },
+
+    async listDeliveries(accountId: string, webhookId: string, q: ListDeliveriesQuery) {
+      await findOr404(accountId, webhookId);
+      const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
+      const { rows, total } = await deliveriesRepository.list(db, accountId, webhookId, f);
+      const attempts = await deliveriesRepository.attemptsOf(
+        db,
+        rows.map((r) => r.id),
+      );
+      const byDelivery = new Map<string, ReturnType<typeof toAttempt>[]>();
+      for (const a of attempts) {
+        const list = byDelivery.get(a.delivery_id) ?? [];
+        list.push(toAttempt(a));
+        byDelivery.set(a.delivery_id, list);
+      }
+      return {
+        deliveries: rows.map((r) => ({
+          id: r.id,
+          event: r.event,
+          status: r.status,
+          attempts: byDelivery.get(r.id) ?? [],
+          nextAttemptAt: r.status === 'pending' && r.next_attempt_at !== null ? toIso(r.next_attempt_at) : null,
+          createdAt: toIso(r.created_at),
+        })),
+        total,
+        limit: f.limit,
+        offset: f.offset,
+      };
+    },
+
+    async getDelivery(accountId: string, webhookId: string, id: string) {
+      await findOr404(accountId, webhookId);
+      return deliveryDetail(accountId, webhookId, id);
+    },
+
+    /**
+     * A fresh attempt now, recorded as a `manual` attempt. It does not count toward the automatic schedule or
+     * the disable rule; a 2xx marks the delivery succeeded (also one that had failed or was cancelled).
+     */
+    async retry(accountId: string, webhookId: string, id: string) {
+      const hook = await findOr404(accountId, webhookId);
+      const d = await deliveriesRepository.find(db, accountId, webhookId, id);
+      if (!d) throw notFound('delivery', id);
+      if (hook.enabled !== 1) {
+        throw invalidRequest(`webhook ${webhookId} is disabled; re-enable it (PUT enabled: true) before retrying its deliveries`);
+      }
+      const lease = await engine.acquire(id);
+      if (!lease) throw invalidRequest(`delivery ${id} has an attempt in progress; retry it when that attempt has finished`);
+      await engine.attempt(lease.d, 'manual', lease.leaseOwner);
+      return deliveryDetail(accountId, webhookId, id);
+    },
+  };
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;

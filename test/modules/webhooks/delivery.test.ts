@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+import { freePort, startServer, type TestServer } from './helpers.js';
+import { assertVerifies, emit, sleep, startWorker, waitFor } from './delivery-helpers.js';
+
+const SECRET = 'whsec_test_secret_1';
+
+for (const dialect of DIALECTS) {
+  describe(`webhook deliveries (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    let accountId: string;
+    let worker: ReturnType<typeof startWorker>;
+    let status = 200;
+    let rx: TestServer;
+    before(async () => {
+      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms', WEBHOOK_TIMEOUT: '400ms' } });
+      ({ key, accountId } = await t.account());
+      rx = await startServer((req, res) => {
+        res.writeHead(status, { 'content-type': 'text/plain' });
+        res.end(`answer ${status} ${'x'.repeat(5000)}`);
+      });
+      worker = startWorker(t);
+    });
+    after(async () => {
+      await worker.stop();
+      await rx.close();
+      await t.close();
+    });
+
+    async function hook(url: string, events = ['conversation.started']) {
+      const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events, secret: SECRET } });
+      assert.equal(r.status, 201, r.text);
+      return r.body.data.id as string;
+    }
+    const forHook = (srv: TestServer, path: string) => srv.received.filter((r) => r.url === path);
+
+    test('test send: delivered synchronously, both signature schemes verify, recorded as a test attempt', async () => {
+      status = 200;
+      const id = await hook(`${rx.url}/test-send`, ['escalation']);
+      const r = await t.request('POST', `/v1/webhooks/${id}/test`, { key, body: { message: 'hello' } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.data.status, 'succeeded');
+      assert.equal(r.body.data.event, 'test');
+      assert.equal(r.body.data.attempts.length, 1);
+      assert.equal(r.body.data.attempts[0].kind, 'test');
+      assert.equal(r.body.data.attempts[0].statusCode, 200);
+      assert.equal(Buffer.byteLength(r.body.data.attempts[0].responseBody), 4096, 'response body cut to 4 KiB');
+      const got = forHook(rx, '/test-send');
+      assert.equal(got.length, 1);
+      await assertVerifies(got[0]!, SECRET);
+      assert.equal(got[0]!.headers['x-service-event'], 'test');
+      assert.equal(got[0]!.headers['x-service-delivery-id'], r.body.data.id);
+      const payload = JSON.parse(got[0]!.body.toString());
+      assert.deepEqual(payload.data, { message: 'hello' });
+      assert.equal(payload.event, 'test');
+      // bodiless POST works too
+      const r2 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+      assert.equal(r2.status, 200);
+    });
+
+    test('an event emitted inside a transaction reaches the receiver signed, once, fast', async () => {
+      status = 200;
+      await hook(`${rx.url}/emit`, ['conversation.started', 'escalation']);
+      await hook(`${rx.url}/other-kind`, ['conversation.ended']);
+      const started = Date.now();
+      const ev = await emit(t, accountId, 'conversation.started', { conversationId: 'conv_1', customerId: 'c1' });
+      const got = await waitFor(() => forHook(rx, '/emit')[0], 'delivery');
+      assert.ok(Date.now() - started < 2_000);
+      await assertVerifies(got, SECRET);
+      assert.equal(got.body.toString(), ev.body, 'the exact body bytes of the event');
+      assert.equal(got.headers['x-service-event'], 'conversation.started');
+      await sleep(100);
+      assert.equal(forHook(rx, '/emit').length, 1);
+      assert.equal(forHook(rx, '/other-kind').length, 0, 'not subscribed');
+    });
+
+    test('a rolled-back transaction delivers nothing', async () => {
+      await hook(`${rx.url}/rollback`);
+      await assert.rejects(
+        t.ctx.db.transaction().execute(async (trx) => {
+          await t.ctx.events.emit(trx, accountId, 'conversation.started', { conversationId: 'x' });
+          throw new Error('abort');
+        }),
+      );
+      await sleep(200);
+      assert.equal(forHook(rx, '/rollback').length, 0);
+    });
+
+    test('five failures: identical body, signature and id each time, delays honoured, delivery failed, webhook disabled, others cancelled', async () => {
+      const srv = await startServer((req, res) => {
+        res.writeHead(500);
+        res.end('boom');
+      });
+      try {
+        const id = await hook(`${srv.url}/fail`);
+        await emit(t, accountId, 'conversation.started', { n: 1 });
+        await waitFor(() => srv.received.length >= 4, '4 attempts');
+        await emit(t, accountId, 'conversation.started', { n: 2 });
+        const w = await waitFor(async () => {
+          const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+          return g.body.data.enabled === false ? g.body.data : null;
+        }, 'webhook disabled');
+        const disabledAt = Date.now();
+        assert.match(w.disabledReason, /5 failed attempts/);
+        const first = srv.received.filter((r) => JSON.parse(r.body.toString()).data.n === 1);
+        assert.equal(first.length, 5);
+        for (const r of first) {
+          assert.deepEqual(r.body, first[0]!.body);
+          assert.equal(r.headers['x-service-signature'], first[0]!.headers['x-service-signature']);
+          assert.equal(r.headers['x-service-delivery-id'], first[0]!.headers['x-service-delivery-id']);
+        }
+        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        const [second, firstD] = l.body.data.deliveries;
+        assert.equal(firstD.status, 'failed');
+        assert.deepEqual(firstD.attempts.map((a: any) => a.attempt), [1, 2, 3, 4, 5]);
+        for (let i = 1; i < 5; i++) {
+          const gap = Date.parse(firstD.attempts[i].at) - Date.parse(firstD.attempts[i - 1].at);
+          assert.ok(gap >= 50, `gap ${gap} ms before attempt ${i + 1}`);
+        }
+        assert.ok(firstD.attempts.every((a: any) => a.statusCode === 500 && a.error === 'HTTP 500'));
+        assert.equal(firstD.nextAttemptAt, null);
+        assert.equal(second.status, 'cancelled');
+        const count = srv.received.length;
+        await emit(t, accountId, 'conversation.started', { n: 3 });
+        await sleep(200);
+        assert.equal(srv.received.length, count, 'nothing sent after the disable');
+        assert.ok(Date.now() >= disabledAt);
+        const f = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=failed`, { key });
+        assert.equal(f.body.data.total, 1);
+      } finally {
+        await srv.close();
+      }
+    });
+
+    test('410 Gone disables at once', async () => {
+      const srv = await startServer((req, res) => {
+        res.writeHead(410);
+        res.end();
+      });
+      try {
+        const id = await hook(`${srv.url}/gone`);
+        await emit(t, accountId, 'conversation.started', {});
+        const w = await waitFor(async () => {
+          const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+          return g.body.data.enabled === false ? g.body.data : null;
+        }, 'disabled');
+        assert.match(w.disabledReason, /410/);
+        await sleep(150);
+        assert.equal(srv.received.length, 1);
+      } finally {
+        await srv.close();
+      }
+    });
+
+    test('manual retry: a fresh attempt now with the same id and signature; refused while disabled', async () => {
+      let code = 503;
+      const srv = await startServer((req, res) => {
+        res.writeHead(code);
+        res.end();
+      });
+      try {
+        const id = await hook(`${srv.url}/manual`);
+        await t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {} });
+        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        const d = l.body.data.deliveries[0];
+        assert.equal(d.status, 'failed', 'a failed test send is not retried');
+        code = 204;
+        const r = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key });
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.body.data.status, 'succeeded');
+        assert.deepEqual(r.body.data.attempts.map((a: any) => [a.attempt, a.kind, a.statusCode]), [[1, 'test', 503], [2, 'manual', 204]]);
+        assert.equal(srv.received.length, 2);
+        assert.equal(srv.received[1]!.headers['x-service-signature'], srv.received[0]!.headers['x-service-signature']);
+        assert.equal(srv.received[1]!.headers['x-service-delivery-id'], d.id);
+        const one = await t.request('GET', `/v1/webhooks/${id}/deliveries/${d.id}`, { key });
+        assert.equal(one.body.data.body, srv.received[0]!.body.toString());
+        assert.equal((await t.request('POST', `/v1/webhooks/${id}/deliveries/dlv_nope/retry`, { key })).status, 404);
+        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+        const refused = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key });
+        assert.equal(refused.status, 400);
+        assert.match(refused.body.error.message, /disabled/);
+        assert.equal(srv.received.length, 2);
+      } finally {
+        await srv.close();
+      }
+    });
+  });
+
+  describe(`webhook failure classes and disabling (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    let accountId: string;
+    let worker: ReturnType<typeof startWorker>;
+    before(async () => {
+      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h', WEBHOOK_TIMEOUT: '300ms' } });
+      ({ key, accountId } = await t.account());
+      worker = startWorker(t);
+    });
+    after(async () => {
+      await worker.stop();
+      await t.close();
+    });
+
+    test('2xx succeed; 3xx (not followed), 4xx, 5xx, timeout and refused connections fail and are rescheduled', async () => {
+      const target = await startServer();
+      const srv = await startServer((req, res) => {
+        const code = Number(req.url!.slice(1));
+        if (code === 0) return; // never answers: timeout
+        res.writeHead(code, code === 302 ? { location: `${target.url}/redirected` } : {});
+        res.end();
+      });
+      const closed = await freePort();
+      try {
+        const cases: Array<[string, number | null, RegExp | null]> = [
+          [`${srv.url}/200`, 200, null],
+          [`${srv.url}/201`, 201, null],
+          [`${srv.url}/204`, 204, null],
+          [`${srv.url}/302`, 302, /redirects are not followed/],
+          [`${srv.url}/400`, 400, /HTTP 400/],
+          [`${srv.url}/404`, 404, /HTTP 404/],
+          [`${srv.url}/500`, 500, /HTTP 500/],
+          [`${srv.url}/0`, null, /timeout/],
+          [`http://127.0.0.1:${closed}/refused`, null, /ECONNREFUSED/],
+        ];
+        const ids: string[] = [];
+        for (const [url] of cases) {
+          const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events: ['conversation.message'], secret: SECRET } });
+          ids.push(r.body.data.id);
+        }
+        const before = Date.now();
+        await emit(t, accountId, 'conversation.message', { content: 'hi' });
+        for (const [i, [url, code, err]] of cases.entries()) {
+          const d = await waitFor(async () => {
+            const l = await t.request('GET', `/v1/webhooks/${ids[i]}/deliveries`, { key });
+            const x = l.body.data.deliveries[0];
+            return x && x.attempts.length === 1 ? x : null;
+          }, url);
+          const a = d.attempts[0];
+          assert.equal(a.statusCode, code, url);
+          if (err) {
+            assert.match(a.error, err, url);
+            assert.equal(d.status, 'pending', url);
+            const next = Date.parse(d.nextAttemptAt);
+            assert.ok(next >= before + 3_600_000 - 1000 && next <= Date.now() + 3_600_000 + 1000, `${url} next attempt in 1h`);
+          } else {
+            assert.equal(a.error, null);
+            assert.equal(d.status, 'succeeded');
+            assert.equal(d.nextAttemptAt, null);
+          }
+        }
+        assert.equal(target.received.length, 0, 'redirect not followed');
+      } finally {
+        await srv.close();
+        await target.close();
+      }
+    });
+
+    test('disabling cancels pending deliveries at once; re-enabling delivers new events only', async () => {
+      let code = 500;
+      const srv = await startServer((req, res) => {
+        res.writeHead(code);
+        res.end();
+      });
+      try {
+        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${srv.url}/d`, events: ['workflow.triggered'], secret: SECRET } });
+        const id = r.body.data.id;
+        for (let i = 0; i < 3; i++) await emit(t, accountId, 'workflow.triggered', { i });
+        await waitFor(() => srv.received.length === 3, '3 first attempts');
+        const off = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+        assert.equal(off.body.data.enabled, false);
+        let l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        assert.deepEqual(l.body.data.deliveries.map((d: any) => d.status), ['cancelled', 'cancelled', 'cancelled']);
+        await emit(t, accountId, 'workflow.triggered', { i: 'while disabled' });
+        code = 200;
+        await sleep(150);
+        assert.equal(srv.received.length, 3);
+        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: true } });
+        await emit(t, accountId, 'workflow.triggered', { i: 'after' });
+        await waitFor(() => srv.received.length === 4, 'new event');
+        assert.equal(JSON.parse(srv.received[3]!.body.toString()).data.i, 'after');
+        l = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=cancelled`, { key });
+        assert.equal(l.body.data.total, 3);
+        // delete cancels too
+        await emit(t, accountId, 'workflow.triggered', { i: 'x' });
+        code = 500;
+        await waitFor(async () => (await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).where('status', '=', 'pending').where('attempt_count', '=', 1).execute()).length === 1 || srv.received.length === 5, 'x tried');
+        await t.request('DELETE', `/v1/webhooks/${id}`, { key });
+        const pending = await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).where('status', '=', 'pending').execute();
+        assert.equal(pending.length, 0);
+      } finally {
+        await srv.close();
+      }
+    });
+
+    test('a claimed delivery whose webhook is disabled before its send is cancelled, not sent', async () => {
+      const srv = await startServer();
+      const closers: Array<() => Promise<void>> = [];
+      try {
+        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${srv.url}/race`, events: ['rundown.generated'], secret: SECRET } });
+        const id = r.body.data.id;
+        await worker.stop(); // take the engine out of the loop and drive a second one by hand
+        const { createDeliveryEngine } = await import('../../../src/modules/webhooks/delivery.js');
+        const { createUndiciSender } = await import('../../../src/modules/webhooks/sender.js');
+        const engine = createDeliveryEngine({
+          db: t.ctx.db,
+          dialect,
+          clock: t.ctx.clock,
+          config: t.ctx.config,
+          sender: createUndiciSender({ allowPrivate: true }),
+          perWebhook: 1,
+        });
+        closers.push(() => engine.close());
+        await emit(t, accountId, 'rundown.generated', { n: 1 });
+        await emit(t, accountId, 'rundown.generated', { n: 2 });
+        // Hold the first send open, so the second stays queued locally under this engine's lease.
+        let release: (() => void) | undefined;
+        const gate = new Promise<void>((res) => (release = res));
+        closers.unshift(async () => release?.());
+        const slow = await startServer(async (req, res) => {
+          await gate;
+          res.writeHead(200);
+          res.end();
+        });
+        closers.push(() => slow.close());
+        await t.ctx.db.updateTable('deliveries').set({ url: `${slow.url}/slow` }).where('webhook_id', '=', id).execute();
+        await engine.run();
+        await waitFor(() => slow.received.length === 1, 'first send');
+        assert.equal(engine.inFlight, 2);
+        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+        release!();
+        await waitFor(() => engine.inFlight === 0, 'drained');
+        await sleep(50);
+        assert.equal(slow.received.length, 1, 'the queued one was not sent');
+        // Both were due at the same moment, so either may have gone first: the one received succeeded.
+        const rows = await t.ctx.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).where('webhook_id', '=', id).execute();
+        const sentId = slow.received[0]!.headers['x-service-delivery-id'];
+        assert.deepEqual(rows.map((x) => [x.id === sentId, x.status]).sort(), [[false, 'cancelled'], [true, 'succeeded']]);
+        assert.ok(rows.every((x) => x.lease_owner === null));
+      } finally {
+        for (const c of closers) await c();
+        worker = startWorker(t);
+        await srv.close();
+      }
+    });
+  });
+}

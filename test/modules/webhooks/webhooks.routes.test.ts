@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+
+for (const dialect of DIALECTS) {
+  describe(`webhooks API (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    const body = { url: 'https://example.com/hooks', events: ['conversation.started'], secret: 'whsec_12345678' };
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    test('create answers 201 with the record and never the secret; get and list agree', async () => {
+      const r = await t.request('POST', '/v1/webhooks', { key, body: { ...body, events: ['conversation.started', 'conversation.escalated', 'escalation'] } });
+      assert.equal(r.status, 201, r.text);
+      assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'disabledReason', 'enabled', 'events', 'id', 'updatedAt', 'url']);
+      assert.match(r.body.data.id, /^wh_[0-9a-z]{26}$/);
+      assert.deepEqual(r.body.data.events, ['conversation.started', 'escalation'], 'alias stored as escalation, duplicates dropped');
+      assert.equal(r.body.data.enabled, true);
+      assert.equal(r.body.data.disabledReason, null);
+      assert.ok(!r.text.includes('whsec_12345678'));
+      const g = await t.request('GET', `/v1/webhooks/${r.body.data.id}`, { key });
+      assert.deepEqual(g.body.data, r.body.data);
+      const l = await t.request('GET', '/v1/webhooks', { key });
+      assert.equal(l.status, 200);
+      assert.ok(!l.text.includes('whsec_'));
+      assert.equal(l.body.data.webhooks[0].id, r.body.data.id);
+    });
+
+    test('list is newest first with total/limit/offset', async () => {
+      const { key: k } = await t.account();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await t.request('POST', '/v1/webhooks', { key: k, body })).body.data.id);
+      const l = await t.request('GET', '/v1/webhooks?limit=2', { key: k });
+      assert.deepEqual(l.body.data.webhooks.map((w: any) => w.id), [ids[2], ids[1]]);
+      assert.equal(l.body.data.total, 3);
+      assert.equal(l.body.data.limit, 2);
+      assert.equal(l.body.data.offset, 0);
+    });
+
+    test('validation names the field and the rule', async () => {
+      const cases: Array<[unknown, RegExp]> = [
+        [{ ...body, url: 'ftp://example.com' }, /body\.url must use http or https/],
+        [{ ...body, url: '/relative' }, /body\.url must be an absolute/],
+        [{ ...body, url: `https://example.com/${'a'.repeat(2048)}` }, /body\.url must be at most 2048/],
+        [{ ...body, events: [] }, /body\.events must have at least 1/],
+        [{ ...body, events: ['conversation.started', 'nope'] }, /body\.events\[1\] "nope" is not a known event kind; valid kinds: conversation\.started, .*rundown\.generated/],
+        [{ ...body, events: ['test'] }, /body\.events\[0\] "test"/],
+        [{ ...body, events: Array(21).fill('escalation') }, /body\.events must have at most 20/],
+        [{ ...body, secret: 'short' }, /body\.secret must be at least 8/],
+        [{ ...body, secret: 'x'.repeat(257) }, /body\.secret must be at most 256/],
+        [{ url: body.url, events: body.events }, /body\.secret is required/],
+        [{ ...body, enabled: false }, /body\.enabled is not a known field/],
+      ];
+      for (const [b, re] of cases) {
+        const r = await t.request('POST', '/v1/webhooks', { key, body: b });
+        assert.equal(r.status, 400, JSON.stringify(b).slice(0, 80));
+        assert.equal(r.body.error.code, 'INVALID_REQUEST');
+        assert.match(r.body.error.message, re);
+      }
+    });
+
+    test('PUT merges, re-enables and validates; secret is replaceable but never returned', async () => {
+      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const id = c.body.data.id;
+      const u = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { events: ['conversation.ended'], secret: 'another-secret' } });
+      assert.equal(u.status, 200);
+      assert.equal(u.body.data.url, body.url);
+      assert.deepEqual(u.body.data.events, ['conversation.ended']);
+      assert.ok(u.body.data.updatedAt > c.body.data.updatedAt);
+      assert.ok(!u.text.includes('another-secret'));
+      const off = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+      assert.equal(off.body.data.enabled, false);
+      assert.equal(off.body.data.disabledReason, 'disabled by request');
+      const on = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: true } });
+      assert.equal(on.body.data.enabled, true);
+      assert.equal(on.body.data.disabledReason, null);
+      for (const b of [{}, { nope: 1 }, { url: 'gopher://x' }, { events: ['bad'] }, { enabled: 'yes' }]) {
+        const r = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: b });
+        assert.equal(r.status, 400, JSON.stringify(b));
+      }
+      const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+      assert.deepEqual(g.body.data.events, ['conversation.ended']);
+    });
+
+    test('delete answers {deleted: true}, then 404', async () => {
+      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const d = await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key });
+      assert.deepEqual(d.body, { success: true, data: { deleted: true } });
+      assert.equal((await t.request('GET', `/v1/webhooks/${c.body.data.id}`, { key })).status, 404);
+      assert.equal((await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key })).status, 404);
+    });
+
+    test("another account's webhook answers 404 everywhere", async () => {
+      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const id = c.body.data.id;
+      const { key: other } = await t.account();
+      for (const [m, p, b] of [
+        ['GET', `/v1/webhooks/${id}`],
+        ['PUT', `/v1/webhooks/${id}`, { enabled: false }],
+        ['DELETE', `/v1/webhooks/${id}`],
+        ['POST', `/v1/webhooks/${id}/test`, {}],
+        ['GET', `/v1/webhooks/${id}/deliveries`],
+        ['POST', `/v1/webhooks/${id}/deliveries/dlv_x/retry`],
+      ] as const) {
+        const r = await t.request(m, p, { key: other, ...(b ? { body: b } : {}) });
+        assert.equal(r.status, 404, `${m} ${p}`);
+        assert.equal(r.body.error.code, 'NOT_FOUND');
+      }
+      assert.equal((await t.request('GET', '/v1/webhooks', { key: other })).body.data.webhooks.length, 0);
+      assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, true, 'untouched');
+    });
+
+    test('scopes: webhooks:read cannot write; no key is 401', async () => {
+      const { key: ro } = await t.account({ scopes: ['webhooks:read'] });
+      assert.equal((await t.request('GET', '/v1/webhooks', { key: ro })).status, 200);
+      const r = await t.request('POST', '/v1/webhooks', { key: ro, body });
+      assert.equal(r.status, 403);
+      assert.equal(r.body.error.code, 'FORBIDDEN');
+      const { key: none } = await t.account({ scopes: ['documents:read'] });
+      assert.equal((await t.request('GET', '/v1/webhooks', { key: none })).status, 403);
+      assert.equal((await t.request('GET', '/v1/webhooks')).status, 401);
+    });
+  });
+
+  describe(`webhooks SSRF guard at registration (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' } });
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    test('loopback, private, metadata and localhost URLs are refused; unresolvable hosts too', async () => {
+      for (const url of [
+        'http://127.0.0.1:8080/h',
+        'http://10.1.2.3/h',
+        'http://169.254.169.254/latest/meta-data',
+        'http://[::1]/h',
+        'http://[::ffff:192.168.0.1]/h',
+        'http://localhost:3000/h',
+        'http://api.localhost/h',
+        'http://does-not-exist.invalid/h',
+      ]) {
+        const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events: ['escalation'], secret: 'secret-123' } });
+        assert.equal(r.status, 400, url);
+        assert.match(r.body.error.message, /^body\.url/, url);
+      }
+      const c = await t.request('POST', '/v1/webhooks', { key, body: { url: 'http://93.184.215.14/h', events: ['escalation'], secret: 'secret-123' } });
+      assert.equal(c.status, 201, c.text);
+      const u = await t.request('PUT', `/v1/webhooks/${c.body.data.id}`, { key, body: { url: 'http://192.168.1.1/' } });
+      assert.equal(u.status, 400);
+      assert.equal(t.ctx.config.webhookAllowPrivateUrls, false);
+    });
+  });
+}
