@@ -3,7 +3,8 @@ import type { DB } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 
-export const EVENT_KINDS = [
+/** What a webhook may subscribe to: the seed's kinds except `test` (sent only by the test action). */
+export const SUBSCRIBABLE_EVENTS = [
   'conversation.started',
   'conversation.ended',
   'conversation.message',
@@ -11,8 +12,10 @@ export const EVENT_KINDS = [
   'escalation.submitted',
   'workflow.triggered',
   'rundown.generated',
-  'test',
 ] as const;
+export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number];
+
+export const EVENT_KINDS = [...SUBSCRIBABLE_EVENTS, 'test'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 type Conn = Kysely<DB> | Transaction<DB>;

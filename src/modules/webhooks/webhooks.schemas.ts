@@ -2,17 +2,9 @@ import { Type, type Static } from 'typebox';
 import { NullableTimestamp, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './ssrf.js';
 
-/** What a webhook may subscribe to: the seed's kinds except `test` (sent only by the test action). */
-export const SUBSCRIBABLE_EVENTS = [
-  'conversation.started',
-  'conversation.ended',
-  'conversation.message',
-  'escalation',
-  'escalation.submitted',
-  'workflow.triggered',
-  'rundown.generated',
-] as const;
-export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number];
+import { SUBSCRIBABLE_EVENTS, type SubscribableEvent } from './events.js';
+
+export { SUBSCRIBABLE_EVENTS, type SubscribableEvent };
 
 /** The seed's examples also use `conversation.escalated`; it is stored as the canonical `escalation`. */
 export const EVENT_ALIASES: Record<string, SubscribableEvent> = { 'conversation.escalated': 'escalation' };
