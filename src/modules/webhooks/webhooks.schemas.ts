@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { NullableTimestamp, PageQuery, StringEnum, Timestamp } from '../../http/schemas.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './ssrf.js';
-
 import { SUBSCRIBABLE_EVENTS, type SubscribableEvent } from './events.js';
 
 export { SUBSCRIBABLE_EVENTS, type SubscribableEvent };
