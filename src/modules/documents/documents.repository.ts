@@ -42,6 +42,8 @@ export const documentsRepository = {
       .where('account_id', '=', accountId)
       .where('status', '=', 'active')
       .where('updated_at', '>=', changedSince)
+      // A fixed order makes the index, and so ties between equally good sources, the same on both databases.
+      .orderBy('id')
       .execute();
   },
   activeIds(db: Conn, accountId: string) {

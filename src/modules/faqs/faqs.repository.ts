@@ -37,6 +37,8 @@ export const faqsRepository = {
       .where('account_id', '=', accountId)
       .where('status', '=', 'approved')
       .where('updated_at', '>=', changedSince)
+      // A fixed order makes the index, and so ties between equally good sources, the same on both databases.
+      .orderBy('id')
       .execute();
   },
   approvedIds(db: Conn, accountId: string) {
