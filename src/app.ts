@@ -7,7 +7,7 @@ import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { registerAuth } from './http/auth.js';
 import { errorHandler, failureBody } from './http/errors.js';
-import { registerJsonParser, registerNulGuard } from './http/json.js';
+import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
@@ -80,6 +80,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
   registerNulGuard(app);
+  registerOptionalBody(app);
 
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);

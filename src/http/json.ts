@@ -53,6 +53,28 @@ export function registerNulGuard(app: FastifyInstance) {
   });
 }
 
+/** A body schema none of whose fields is required: such a body may be left out altogether. */
+function hasRequiredFields(schema: unknown): boolean {
+  const required = (schema as { required?: unknown[] } | null)?.required;
+  return Array.isArray(required) && required.length > 0;
+}
+
+/**
+ * A POST whose body fields are all optional (start a chat, escalate) may come with no body and no
+ * Content-Type at all, as many widgets and `curl -X POST` send it: that is read as `{}`. A body that was sent
+ * with another Content-Type is still refused by validation.
+ */
+export function registerOptionalBody(app: FastifyInstance) {
+  app.addHook('preValidation', async (req) => {
+    if (req.body !== undefined) return;
+    const schema = req.routeOptions.schema?.body;
+    if (!schema || hasRequiredFields(schema)) return;
+    const length = req.headers['content-length'];
+    const sentSomething = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+    if (!sentSomething) req.body = {};
+  });
+}
+
 /**
  * Replaces Fastify's JSON parser so each refusal says what was wrong: not JSON, empty, or a prototype-pollution
  * key (Fastify's own parser reports all three as "invalid JSON").
@@ -63,7 +85,9 @@ export function registerJsonParser(app: FastifyInstance) {
     const text = body as string;
     if (text.length === 0) {
       // Many clients send Content-Type: application/json on a bodiless DELETE; only routes taking a body mind.
-      if (!req.routeOptions.schema?.body) return done(null, undefined);
+      const schema = req.routeOptions.schema?.body;
+      if (!schema) return done(null, undefined);
+      if (!hasRequiredFields(schema)) return done(null, {});
       return done(invalidRequest('body is empty; send a JSON object'), undefined);
     }
     let parsed: unknown;

@@ -180,3 +180,34 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+for (const dialect of DIALECTS) {
+  describe(`chat bodies that may be left out (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    test('start and escalate accept no body at all, or an empty JSON body, as {}', async () => {
+      const bare = await t.request('POST', '/v1/chat/conversations', { key });
+      assert.equal(bare.status, 201, bare.text);
+      const empty = await t.request('POST', '/v1/chat/conversations', { key, raw: '', headers: { 'content-type': 'application/json' } });
+      assert.equal(empty.status, 201, empty.text);
+      const esc = await t.request('POST', `/v1/chat/conversations/${bare.body.data.conversation.id}/escalate`, { key });
+      assert.equal(esc.status, 200, esc.text);
+      assert.equal(esc.body.data.conversation.escalationReason, 'customer_request');
+    });
+
+    test('a body sent with the wrong Content-Type is still refused, and a required body still required', async () => {
+      const wrong = await t.request('POST', '/v1/chat/conversations', { key, raw: '{"customerId":"x"}', headers: { 'content-type': 'text/plain' } });
+      assert.equal(wrong.status, 400);
+      const s = await t.request('POST', '/v1/chat/conversations', { key });
+      const noContent = await t.request('POST', `/v1/chat/conversations/${s.body.data.conversation.id}/messages`, { key });
+      assert.equal(noContent.status, 400);
+      assert.equal(noContent.body.error.code, 'INVALID_REQUEST');
+    });
+  });
+}
