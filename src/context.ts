@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
+import { createGroupCommit } from './db/group-commit.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
@@ -32,9 +33,11 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     fanout: createFanout({ clock, retryDelaysMs: config.webhookRetryDelaysMs, onCreated: () => deliveries.kick() }),
   });
   const assistant = createAssistantService(db, config);
+  // Concurrent document writes share SQLite commits (one transaction per job on PostgreSQL).
+  const writes = createGroupCommit(db, database.dialect);
   const services = {
     accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
-    documents: createDocumentsService(db, clock),
+    documents: createDocumentsService(db, clock, writes),
     faqs: createFaqsService(db, clock),
     assistant,
     chat: createChatService({ db, clock, events, assistant }),

@@ -16,6 +16,13 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     db: { type: 'string', default: 'sqlite' },
     out: { type: 'string' },
+    // Pin the load generator (this process) and each server to separate CPUs (Linux taskset), so autocannon
+    // does not compete with the server it measures; applied identically to the service and the bare baseline.
+    pin: { type: 'boolean', default: false },
+    // Profile the service (node --cpu-prof into this directory); the bare baseline is skipped.
+    'cpu-prof': { type: 'string' },
+    // Only the scenarios whose name contains this text.
+    only: { type: 'string' },
   },
 });
 const duration = Number(values.duration);
@@ -46,8 +53,13 @@ if (values.db === 'postgres') {
 const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1' };
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env, encoding: 'utf8' }));
 
+const SERVER_CPU = '0';
+const LOADGEN_CPU = '1';
+if (values.pin) execFileSync('taskset', ['-cp', LOADGEN_CPU, String(process.pid)], { stdio: 'ignore' });
+
 function start(args, extraEnv = {}) {
-  const child = spawn(process.execPath, args, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const [cmd, argv] = values.pin ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(cmd, argv, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {
       if (/ready|listening/.test(c.toString())) resolve(child);
@@ -59,7 +71,8 @@ function start(args, extraEnv = {}) {
 // Enterprise limits far above what the run sends, so the benchmark measures the limiter, not 429s.
 const account = cli('accounts', 'create', '--name', 'Bench', '--plan', 'enterprise', '--rate-limit-minute', '100000000', '--rate-limit-day', '1000000000');
 const { key } = cli('keys', 'create', '--account', account.id);
-const service = await start([BIN, 'serve', '--no-worker', '--json']);
+const profDir = values['cpu-prof'];
+const service = await start([...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []), BIN, 'serve', '--no-worker', '--json']);
 const base = `http://127.0.0.1:${SERVICE_PORT}`;
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 const docBody = (i) => JSON.stringify({ title: `Article ${i}: shipping, returns and warranty`, content: `Body of article ${i}. `.repeat(40), status: 'active' });
@@ -76,13 +89,13 @@ const bytes = {
   get: await capture(`/v1/documents/${lastId}`),
   create: await capture('/v1/documents', { method: 'POST', body: docBody(999) }),
 };
-const bare = await start([join(ROOT, 'bench/http/bare.mjs'), JSON.stringify(bytes)]);
+const bare = profDir ? null : await start([join(ROOT, 'bench/http/bare.mjs'), JSON.stringify(bytes)]);
 
 const scenarios = [
   { name: 'GET /v1/documents (20 of 100)', method: 'GET', path: '/v1/documents?limit=20&offset=40' },
   { name: 'GET /v1/documents/:id', method: 'GET', path: `/v1/documents/${lastId}` },
   { name: 'POST /v1/documents', method: 'POST', path: '/v1/documents', body: docBody(1) },
-];
+].filter((s) => !values.only || s.name.includes(values.only));
 
 const run = (url, s) =>
   new Promise((resolve, reject) => {
@@ -94,6 +107,10 @@ for (const s of scenarios) {
   // short warm-up of each so JIT and caches are equal before the measured run
   await run(base, { ...s, duration: 2 }).catch(() => {});
   const svc = await run(base, s);
+  if (!bare) {
+    rows.push({ scenario: s.name, service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, errors: svc.errors + svc.non2xx }, bare: { rps: NaN }, ratio: NaN });
+    continue;
+  }
   await run(`http://127.0.0.1:${BARE_PORT}`, { ...s, duration: 2 }).catch(() => {});
   const b = await run(`http://127.0.0.1:${BARE_PORT}`, s);
   const errors = svc.errors + svc.non2xx;
@@ -106,11 +123,13 @@ for (const s of scenarios) {
 }
 
 service.kill('SIGTERM');
-bare.kill('SIGTERM');
+bare?.kill('SIGTERM');
+// --cpu-prof writes the profile on exit
+if (profDir) await new Promise((r) => service.on('exit', r));
 await dropSchema();
 rmSync(dir, { recursive: true, force: true });
 
-const meta = { date: new Date().toISOString(), db: values.db, connections, duration, node: process.version, cpus: `${cpus().length} × ${cpus()[0]?.model}` };
+const meta = { date: new Date().toISOString(), db: values.db, connections, duration, pinned: values.pin, node: process.version, cpus: `${cpus().length} × ${cpus()[0]?.model}` };
 const table = [
   `| scenario | service req/s | p50 ms | p99 ms | bare req/s | bare p50 | bare p99 | ratio |`,
   `|---|---:|---:|---:|---:|---:|---:|---:|`,

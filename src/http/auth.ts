@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountsService } from '../modules/accounts/accounts.service.js';
 import type { AuthContext, Scope } from '../modules/accounts/accounts.schemas.js';
 import { ApiError } from './errors.js';
@@ -19,24 +19,57 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /**
  * Authentication, then rate limiting, then permission, in onRequest so a refused request never has its
  * body parsed. Failed authentication does not consume any account's quota (CONTRACT §3).
+ *
+ * A callback hook that finishes synchronously when it can (key in the short-TTL cache, in-memory limiter):
+ * an async hook costs a promise and a trip through the microtask queue on every request.
  */
 export function registerAuth(app: FastifyInstance, accounts: AccountsService, limiter: RateLimiter) {
   app.decorateRequest('auth', null as unknown as AuthContext);
-  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    const scope = req.routeOptions.config?.scope;
-    if (!scope) return;
-    const header = req.headers.authorization;
-    if (!header) throw new ApiError('UNAUTHORIZED', 'missing Authorization header; send "Authorization: Bearer <API_KEY>"');
-    const m = BEARER.exec(header);
-    if (!m) throw new ApiError('UNAUTHORIZED', 'Authorization header must be "Bearer <API_KEY>"');
-    const auth = await accounts.authenticate(m[1]!);
-    if (!auth) throw new ApiError('UNAUTHORIZED', 'invalid or revoked API key');
+
+  /** The rate limit and permission steps, once the key is known. */
+  function admit(req: FastifyRequest, reply: FastifyReply, auth: AuthContext | null, scope: Scope, done: (err?: Error) => void) {
+    if (!auth) return done(new ApiError('UNAUTHORIZED', 'invalid or revoked API key'));
     req.auth = auth;
-    const { headers } = await limiter.consume(auth);
-    reply.headers(headers);
-    if (auth.keyType === 'server' && auth.plan === 'free') {
-      throw new ApiError('FORBIDDEN', 'server API keys need the Pro plan or above; this account is on the Free plan');
+    const permit = () => {
+      if (auth.keyType === 'server' && auth.plan === 'free') {
+        return done(new ApiError('FORBIDDEN', 'server API keys need the Pro plan or above; this account is on the Free plan'));
+      }
+      if (!auth.scopes.has(scope)) return done(new ApiError('FORBIDDEN', `this API key lacks the ${scope} scope`));
+      done();
+    };
+    let outcome: ReturnType<RateLimiter['consume']>;
+    try {
+      outcome = limiter.consume(auth);
+    } catch (err) {
+      return done(err as Error); // 429
     }
-    if (!auth.scopes.has(scope)) throw new ApiError('FORBIDDEN', `this API key lacks the ${scope} scope`);
+    if (outcome instanceof Promise) {
+      outcome.then(
+        ({ headers }) => {
+          reply.headers(headers);
+          permit();
+        },
+        (err: Error) => done(err),
+      );
+    } else {
+      reply.headers(outcome.headers);
+      permit();
+    }
+  }
+
+  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const scope = req.routeOptions.config?.scope;
+    if (!scope) return done();
+    const header = req.headers.authorization;
+    if (!header) return done(new ApiError('UNAUTHORIZED', 'missing Authorization header; send "Authorization: Bearer <API_KEY>"'));
+    const m = BEARER.exec(header);
+    if (!m) return done(new ApiError('UNAUTHORIZED', 'Authorization header must be "Bearer <API_KEY>"'));
+    const secret = m[1]!;
+    const cached = accounts.cachedAuth(secret);
+    if (cached) return admit(req, reply, cached, scope, done);
+    accounts.authenticate(secret).then(
+      (auth) => admit(req, reply, auth, scope, done),
+      (err: Error) => done(err),
+    );
   });
 }

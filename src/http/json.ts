@@ -46,10 +46,12 @@ export function hasNul(value: unknown): boolean {
  * 500, and no id, slug or filter value legitimately contains one.
  */
 export function registerNulGuard(app: FastifyInstance) {
-  app.addHook('preValidation', async (req) => {
+  // A callback hook: an async one costs a promise and a microtask hop on every request.
+  app.addHook('preValidation', (req, _reply, done) => {
     for (const [part, values] of [['path', req.params], ['query', req.query]] as const) {
-      if (values && typeof values === 'object' && hasNul(values)) throw invalidRequest(`${part} values must not contain NUL (\\u0000) characters`);
+      if (values && typeof values === 'object' && hasNul(values)) return done(invalidRequest(`${part} values must not contain NUL (\\u0000) characters`));
     }
+    done();
   });
 }
 

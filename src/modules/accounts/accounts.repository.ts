@@ -1,7 +1,16 @@
 import type { Kysely, Transaction } from 'kysely';
+import { precompile } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
+
+// Runs in every document/FAQ write: built once per dialect (db/precompiled.ts).
+const bumpKnowledge = precompile((db, accountId: string) =>
+  db
+    .updateTable('accounts')
+    .set((eb) => ({ knowledge_version: eb('knowledge_version', '+', 1) }))
+    .where('id', '=', accountId),
+);
 
 export const accountsRepository = {
   insert(db: Conn, row: DB['accounts'] extends infer T ? Omit<T, 'knowledge_version'> : never) {
@@ -13,12 +22,8 @@ export const accountsRepository = {
   list(db: Conn) {
     return db.selectFrom('accounts').selectAll().orderBy('created_at', 'desc').execute();
   },
-  bumpKnowledgeVersion(db: Conn, accountId: string) {
-    return db
-      .updateTable('accounts')
-      .set((eb) => ({ knowledge_version: eb('knowledge_version', '+', 1) }))
-      .where('id', '=', accountId)
-      .execute();
+  async bumpKnowledgeVersion(db: Conn, accountId: string) {
+    await bumpKnowledge(db, accountId);
   },
   insertKey(db: Conn, row: DB['api_keys']) {
     return db.insertInto('api_keys').values(row).execute();

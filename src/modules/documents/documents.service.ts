@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Transact } from '../../db/group-commit.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
@@ -20,7 +21,8 @@ function rejectBlank(field: string, value: string | undefined) {
   if (value !== undefined && value.trim() === '') throw invalidRequest(`body.${field} must not be blank`);
 }
 
-export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
+/** `transact` runs each write transaction; the context passes a group-committing one (db/group-commit.ts). */
+export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => db.transaction().execute(fn)) {
   return {
     async list(accountId: string, q: ListDocumentsQuery) {
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
@@ -52,7 +54,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
         created_at: now,
         updated_at: now,
       };
-      await db.transaction().execute(async (trx) => {
+      await transact(async (trx) => {
         await repo.insert(trx, row);
         await accountsRepository.bumpKnowledgeVersion(trx, accountId);
       });
@@ -62,7 +64,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
     async update(accountId: string, id: string, body: UpdateDocumentBody) {
       rejectBlank('title', body.title);
       rejectBlank('content', body.content);
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await transact(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('document', id);
         // updatedAt always moves forward, even when two updates land within the same millisecond.
@@ -76,7 +78,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
     },
 
     async delete(accountId: string, id: string) {
-      const deleted = await db.transaction().execute(async (trx) => {
+      const deleted = await transact(async (trx) => {
         const ok = await repo.delete(trx, accountId, id);
         if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
         return ok;
