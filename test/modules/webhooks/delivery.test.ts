@@ -16,7 +16,7 @@ for (const dialect of DIALECTS) {
     let status = 200;
     let rx: TestServer;
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms', WEBHOOK_TIMEOUT: '400ms' } });
+      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms', WEBHOOK_TIMEOUT: '2s' } });
       ({ key, accountId } = await t.account());
       rx = await startServer((req, res) => {
         res.writeHead(status, { 'content-type': 'text/plain' });
@@ -195,7 +195,7 @@ for (const dialect of DIALECTS) {
     let accountId: string;
     let worker: ReturnType<typeof startWorker>;
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h', WEBHOOK_TIMEOUT: '300ms' } });
+      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h', WEBHOOK_TIMEOUT: '2s' } });
       ({ key, accountId } = await t.account());
       worker = startWorker(t);
     });
@@ -239,7 +239,7 @@ for (const dialect of DIALECTS) {
             return x && x.attempts.length === 1 ? x : null;
           }, url);
           const a = d.attempts[0];
-          assert.equal(a.statusCode, code, url);
+          assert.equal(a.statusCode, code, `${url}: ${a.error}`);
           if (err) {
             assert.match(a.error, err, url);
             assert.equal(d.status, 'pending', url);
