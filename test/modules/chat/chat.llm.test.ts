@@ -20,7 +20,7 @@ async function fakeLlm() {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `LLM says: refunds arrive within 5 to 10 business days.\nSOURCES: ${ids[0]}` } }] }));
       };
-      if (state.mode === 'slow') setTimeout(reply, 1_500);
+      if (state.mode === 'slow') setTimeout(reply, 3_000);
       else reply();
     });
   });
@@ -36,7 +36,7 @@ for (const dialect of DIALECTS) {
     let faqId: string;
     before(async () => {
       llm = await fakeLlm();
-      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '500ms' } });
+      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '1500ms' } });
       ({ key } = await t.account());
       const f = await t.request('POST', '/v1/faqs', { key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns' } });
       faqId = f.body.data.id;
