@@ -34,6 +34,25 @@ export const chatRepository = {
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   },
+  /**
+   * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
+   * sends to the same conversation never lose one; false when it had ended meanwhile.
+   */
+  async recordExchange(db: Conn, accountId: string, id: string, e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number }) {
+    const r = await db
+      .updateTable('conversations')
+      .set((eb) => ({
+        message_count: eb('message_count', '+', 2),
+        answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
+        unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
+        last_message_at: e.at,
+      }))
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('ended_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();
   },

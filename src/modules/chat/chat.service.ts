@@ -198,10 +198,10 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
 
     async send(accountId: string, id: string, content: string) {
       if (content.trim() === '') throw invalidRequest('body.content must not be blank');
-      const c = await load(db, accountId, id);
+      // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
+      const [c, settings, transcript] = await Promise.all([load(db, accountId, id), assistant.settings(accountId), repo.messages(db, accountId, id)]);
       if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
-      const settings = await assistant.settings(accountId);
-      const history = (await repo.messages(db, accountId, id)).slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
+      const history = transcript.slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
 
       let reply: AssistantAnswer;
       let escalateWith: string | null = null;
@@ -239,11 +239,10 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
         const assistantMsg = assistantMessage(accountId, id, text, sources, at);
         const answered = sources.length > 0;
-        const ok = await repo.updateOpen(trx, accountId, id, {
-          message_count: c.message_count + 2,
-          answered_count: c.answered_count + (answered ? 1 : 0),
-          unanswered_streak: reply.kind === 'no_answer' ? c.unanswered_streak + 1 : answered ? 0 : c.unanswered_streak,
-          last_message_at: at,
+        const ok = await repo.recordExchange(trx, accountId, id, {
+          answered,
+          streak: reply.kind === 'no_answer' ? 'increment' : answered ? 'reset' : 'keep',
+          at,
         });
         if (!ok) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
         await repo.insertMessages(trx, [customerMsg, assistantMsg]);

@@ -211,3 +211,27 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+for (const dialect of DIALECTS) {
+  describe(`concurrent messages to one conversation (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    test('ten sends at once: every message stored and counted, none lost', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key });
+      const id = s.body.data.conversation.id;
+      const sent = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: `question number ${i} about shipping` } })),
+      );
+      assert.ok(sent.every((r) => r.status === 200));
+      const g = await t.request('GET', `/v1/conversations/${id}`, { key });
+      assert.equal(g.body.data.messages.length, 21);
+      assert.equal(g.body.data.messageCount, 21);
+    });
+  });
+}
