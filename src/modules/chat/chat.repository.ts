@@ -1,4 +1,4 @@
-import type { Kysely, Transaction, Updateable } from 'kysely';
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -7,7 +7,7 @@ export const chatRepository = {
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   },
-  insertConversation(db: Conn, row: Omit<ConversationsTable, 'message_count' | 'answered_count' | 'unanswered_streak'>) {
+  insertConversation(db: Conn, row: Selectable<ConversationsTable>) {
     return db.insertInto('conversations').values(row).execute();
   },
   insertMessages(db: Conn, rows: MessagesTable[]) {

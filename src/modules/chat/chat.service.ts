@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
@@ -13,7 +13,7 @@ import { chatRepository as repo } from './chat.repository.js';
 import { MAX_METADATA_BYTES, type ContactBody, type EscalateBody, type StartConversationBody } from './chat.schemas.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
-type ConversationRow = ConversationsTable & { message_count: number; answered_count: number; unanswered_streak: number };
+type ConversationRow = Selectable<ConversationsTable>;
 
 /** Two unanswered questions in a row hand the conversation to a person (reason no_answer). */
 const UNANSWERED_BEFORE_ESCALATION = 2;
@@ -29,13 +29,22 @@ const slug = (s: string) =>
     .replace(/^-+|-+$/g, '')
     .slice(0, 60);
 
+function countOf(items: string[]) {
+  const counts = new Map<string, number>();
+  for (const x of items) counts.set(x, (counts.get(x) ?? 0) + 1);
+  return counts;
+}
+
+/** The most frequent key, ties broken alphabetically so the choice is stable; null when empty. */
+const mostFrequent = (counts: Map<string, number>) => [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
+
 export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService }) {
   const { db, clock, events, assistant } = deps;
 
   async function load(conn: Conn, accountId: string, id: string) {
     const c = await repo.find(conn, accountId, id);
     if (!c) throw notFound('conversation', id);
-    return c as ConversationRow;
+    return c;
   }
 
   async function snapshot(conn: Conn, accountId: string, id: string) {
@@ -95,27 +104,15 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
 
   /** Tags and topic from what the assistant cited; the customer's main keyword when it cited nothing. */
   async function classify(conn: Kysely<DB>, c: ConversationRow, messages: MessagesTable[]) {
-    const cited = [...new Set(messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : [])))];
-    const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, cited);
+    const citations = messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : []));
+    const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, [...new Set(citations)]);
     const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, slug(d.title)] as const)]);
-    const counts = new Map<string, number>();
-    for (const m of messages) {
-      if (m.role !== 'assistant' || !m.sources) continue;
-      for (const id of JSON.parse(m.sources) as string[]) {
-        const label = labelOf.get(id);
-        if (label) counts.set(label, (counts.get(label) ?? 0) + 1);
-      }
-    }
-    let topic: string | null = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
-    if (!topic) {
-      const freq = new Map<string, number>();
-      for (const m of messages) {
-        if (m.role !== 'customer') continue;
-        for (const w of words(m.content)) if (w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) freq.set(w, (freq.get(w) ?? 0) + 1);
-      }
-      topic = [...freq.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
-    }
-    const tags = [...counts.keys()].sort();
+    const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
+    const keywords = countOf(
+      messages.flatMap((m) => (m.role === 'customer' ? words(m.content).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) : [])),
+    );
+    const topic = mostFrequent(cited) ?? mostFrequent(keywords);
+    const tags = [...cited.keys()].sort();
     if (c.escalated_at !== null) tags.push('escalated');
     if (c.answered_count === 0 && messages.some((m) => m.role === 'customer')) tags.push('unanswered');
     return { topic, tags };
@@ -158,7 +155,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       const at = clock.now();
       const id = newId('conv', at);
       const customerId = body.customerId ?? `anon_${id.slice(5)}`;
-      const row = {
+      const row: ConversationRow = {
         id,
         account_id: accountId,
         customer_id: customerId,
@@ -166,13 +163,16 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         customer_email: body.customerEmail ?? null,
         persona: body.persona ?? settings.name,
         metadata: JSON.stringify(metadata),
-        status: 'active' as const,
+        status: 'active',
         outcome: null,
         escalation_reason: null,
         tags: '[]',
         topic: null,
         created_at: at,
         last_message_at: at,
+        message_count: 1,
+        answered_count: 0,
+        unanswered_streak: 0,
         escalated_at: null,
         ended_at: null,
       };
@@ -180,8 +180,6 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       return db.transaction().execute(async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
-        await repo.update(trx, accountId, id, { message_count: 1 });
-        const c = (await load(trx, accountId, id)) as ConversationRow;
         await events.emit(trx, accountId, 'conversation.started', {
           conversationId: id,
           customerId,
@@ -189,8 +187,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
           persona: row.persona,
           metadata,
         });
-        await emitMessages(trx, c, [greeting]);
-        return { conversation: toConversation(c, [greeting]), messages: [toMessage(greeting)] };
+        await emitMessages(trx, row, [greeting]);
+        return { conversation: toConversation(row, [greeting]), messages: [toMessage(greeting)] };
       });
     },
 
