@@ -4,6 +4,7 @@ import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '
 import { ApiError, invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { readSnapshot } from '../../db/snapshot.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
@@ -125,9 +126,11 @@ export function createWebhooksService(
   }
 
   async function deliveryDetail(accountId: string, webhookId: string, id: string) {
-    const d = await deliveriesRepository.find(db, accountId, webhookId, id);
+    const [d, attempts] = await readSnapshot(db, async (trx) => {
+      const row = await deliveriesRepository.find(trx, accountId, webhookId, id);
+      return [row, row ? await deliveriesRepository.attemptsOf(trx, [row.id]) : []] as const;
+    });
     if (!d) throw notFound('delivery', id);
-    const attempts = await deliveriesRepository.attemptsOf(db, [d.id]);
     return {
       id: d.id,
       webhookId: d.webhook_id,
@@ -242,11 +245,14 @@ export function createWebhooksService(
     async listDeliveries(accountId: string, webhookId: string, q: ListDeliveriesQuery) {
       await findOr404(accountId, webhookId);
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
-      const { rows, total } = await deliveriesRepository.list(db, accountId, webhookId, f);
-      const attempts = await deliveriesRepository.attemptsOf(
-        db,
-        rows.map((r) => r.id),
-      );
+      const { rows, total, attempts } = await readSnapshot(db, async (trx) => {
+        const page = await deliveriesRepository.list(trx, accountId, webhookId, f);
+        const attempts = await deliveriesRepository.attemptsOf(
+          trx,
+          page.rows.map((r) => r.id),
+        );
+        return { ...page, attempts };
+      });
       const byDelivery = new Map<string, ReturnType<typeof toAttempt>[]>();
       for (const a of attempts) {
         const list = byDelivery.get(a.delivery_id) ?? [];

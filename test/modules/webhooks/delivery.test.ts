@@ -244,7 +244,7 @@ for (const dialect of DIALECTS) {
             assert.match(a.error, err, url);
             assert.equal(d.status, 'pending', url);
             const next = Date.parse(d.nextAttemptAt);
-            assert.ok(next >= before + 3_600_000 - 1000 && next <= Date.now() + 3_600_000 + 1000, `${url} next attempt in 1h`);
+            assert.ok(next >= before + 3_600_000 - 1000 && next <= Date.now() + 3_600_000 + 1000, `${url} next attempt in 1h: next=${d.nextAttemptAt} before=${new Date(before).toISOString()}`);
           } else {
             assert.equal(a.error, null);
             assert.equal(d.status, 'succeeded');
