@@ -5,6 +5,7 @@ import { parseTimeRange } from '../../http/time-range.js';
 import { toIso } from '../../lib/clock.js';
 import { conversationsRepository as repo } from './conversations.repository.js';
 import type { ListConversationsQuery } from './conversations.schemas.js';
+import { readSnapshot } from '../../db/snapshot.js';
 
 /** JSON columns are written by this service only, but a bad row must not take a whole list down. */
 function parseJson<T>(text: string | null, fallback: T): T {
@@ -77,9 +78,13 @@ export function createConversationsService(db: Kysely<DB>) {
     },
 
     async get(accountId: string, id: string) {
-      const c = await repo.find(db, accountId, id);
+      // One snapshot, so messageCount and the messages listed agree while the conversation is being written.
+      const [c, messages] = await readSnapshot(db, async (trx) => {
+        const row = await repo.find(trx, accountId, id);
+        return [row, row ? await repo.messages(trx, accountId, id) : []] as const;
+      });
       if (!c) throw notFound('conversation', id);
-      return toConversationRecord(c, await repo.messages(db, accountId, id));
+      return toConversationRecord(c, messages);
     },
   };
 }
