@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { registerAuth } from './http/auth.js';
 import { errorHandler, failureBody } from './http/errors.js';
@@ -20,6 +20,8 @@ import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** The process's logger, shared with the services (takes precedence over `logger`). */
+  loggerInstance?: FastifyBaseLogger;
   limiter?: RateLimiter;
 }
 
@@ -56,7 +58,7 @@ function markDefaultedParamsOptional<T>(doc: T): T {
 
 export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const app = Fastify({
-    logger: opts.logger ?? false,
+    ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

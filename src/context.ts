@@ -3,6 +3,7 @@ import type { Database } from './db/database.js';
 import { createGroupCommit } from './db/group-commit.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
+import { silentLogger, type Logger } from './lib/log.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAssistantService } from './modules/assistant/assistant.service.js';
 import { createChatService } from './modules/chat/chat.service.js';
@@ -16,7 +17,7 @@ import { createUndiciSender } from './modules/webhooks/sender.js';
 import { createFanout, createWebhooksService } from './modules/webhooks/webhooks.service.js';
 
 /** Everything a route or job needs, built once per process (or per test) from config, database and clock. */
-export function createContext(config: Config, database: Database, clock: Clock) {
+export function createContext(config: Config, database: Database, clock: Clock, log: Logger = silentLogger) {
   const { db } = database;
   const PER_WEBHOOK = 16;
   const deliveries = createDeliveryEngine({
@@ -26,13 +27,15 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     config,
     sender: createUndiciSender({ allowPrivate: config.webhookAllowPrivateUrls, connectionsPerOrigin: PER_WEBHOOK }),
     perWebhook: PER_WEBHOOK,
+    log,
   });
   // Every emit fans out to deliveries in the emitting transaction and wakes this process's worker.
   const events = createEventBus({
     now: () => clock.now(),
     fanout: createFanout({ clock, retryDelaysMs: config.webhookRetryDelaysMs, onCreated: () => deliveries.kick() }),
   });
-  const assistant = createAssistantService(db, config);
+  // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.
+  const assistant = createAssistantService(db, config, { log: (msg, err) => log.warn({ err }, msg) });
   // Concurrent document writes share SQLite commits (one transaction per job on PostgreSQL).
   const writes = createGroupCommit(db, database.dialect);
   const services = {
@@ -45,7 +48,7 @@ export function createContext(config: Config, database: Database, clock: Clock) 
     analytics: createAnalyticsService(db, database.dialect),
     webhooks: createWebhooksService(db, clock, config, deliveries),
   };
-  return { config, database, db, clock, events, deliveries, services };
+  return { config, database, db, clock, log, events, deliveries, services };
 }
 
 export type AppContext = ReturnType<typeof createContext> & { limiter?: RateLimiter };

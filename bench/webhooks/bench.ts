@@ -61,7 +61,7 @@ async function main() {
       onReceived();
     });
 
-  const worker = createWorker(workerTasks(ctx), { info() {}, error: (o) => console.error(o) });
+  const worker = createWorker(workerTasks(ctx), { info() {}, warn: (o) => console.error(o), error: (o) => console.error(o) });
   worker.start();
 
   const results: Record<string, unknown>[] = [];

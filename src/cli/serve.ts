@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { buildApp } from '../app.js';
 import { createContext } from '../context.js';
+import { createLogger } from '../lib/log.js';
 import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
@@ -27,9 +28,10 @@ function onShutdown(fn: () => Promise<void>) {
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
   const database = openDatabase(config.databaseUrl);
   await migrateToLatest(database.db, database.schema);
-  const ctx = createContext(config, database, systemClock);
-  const app = await buildApp(ctx, { logger: { level: config.logLevel } });
-  const worker = opts.worker ? createWorker(workerTasks(ctx), app.log) : null;
+  const log = createLogger(config.logLevel);
+  const ctx = createContext(config, database, systemClock, log);
+  const app = await buildApp(ctx, { loggerInstance: log });
+  const worker = opts.worker ? createWorker(workerTasks(ctx), log) : null;
 
   const accounts = await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
   if (accounts.length === 0) {
@@ -56,14 +58,8 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 export async function runWorker(config: Config, opts: { json: boolean }) {
   const database = openDatabase(config.databaseUrl);
   await migrateToLatest(database.db, database.schema);
-  const ctx = createContext(config, database, systemClock);
-  const log = {
-    info: (obj: unknown, msg?: string) => process.stderr.write(`${JSON.stringify({ level: 'info', msg, ...(obj as object) })}\n`),
-    error: (obj: unknown, msg?: string) => {
-      const o = obj as { err?: Error };
-      process.stderr.write(`${JSON.stringify({ level: 'error', msg, ...(obj as object), err: o.err ? String(o.err.stack ?? o.err) : undefined })}\n`);
-    },
-  };
+  const log = createLogger(config.logLevel);
+  const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
   worker.start();
   if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../lib/log.js';
 
 /** A periodic job: run() is called again intervalMs after the previous run finished (never overlapping). */
 export interface WorkerTask {
@@ -14,12 +14,7 @@ export interface WorkerTask {
   bindWake?(wake: () => void): void;
 }
 
-export interface Logger {
-  info(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-}
-
-export function createWorker(tasks: WorkerTask[], log: Logger | FastifyBaseLogger) {
+export function createWorker(tasks: WorkerTask[], log: Logger) {
   const controller = new AbortController();
   const states = new Map<WorkerTask, { timer: NodeJS.Timeout | null; running: Promise<void> | null; again: boolean }>();
   let started = false;

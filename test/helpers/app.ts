@@ -5,6 +5,7 @@ import { createContext, type AppContext } from '../../src/context.js';
 import type { DialectName } from '../../src/db/database.js';
 import { createRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
 import { FakeClock, systemClock, type Clock } from '../../src/lib/clock.js';
+import type { Logger } from '../../src/lib/log.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 export interface TestResponse<T = any> {
@@ -31,14 +32,14 @@ export interface TestApp {
 
 export async function createTestApp(
   dialect: DialectName,
-  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string } = {},
+  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string; log?: Logger } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
   // The key cache is off by default in tests, which change plans and keys straight in the database;
   // test/http/auth-cache.test.ts turns it on.
   const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });
   const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
-  const ctx: AppContext = createContext(config, database, clock);
+  const ctx: AppContext = createContext(config, database, clock, opts.log);
   const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}` });
   const app = await buildApp(ctx, { limiter });
   await app.listen({ port: 0, host: '127.0.0.1' });

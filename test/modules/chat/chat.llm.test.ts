@@ -34,9 +34,11 @@ for (const dialect of DIALECTS) {
     let llm: Awaited<ReturnType<typeof fakeLlm>>;
     let key: string;
     let faqId: string;
+    const warnings: Array<{ obj: object; msg?: string }> = [];
+    const log = { info() {}, error() {}, warn: (obj: object, msg?: string) => warnings.push({ obj, msg }) };
     before(async () => {
       llm = await fakeLlm();
-      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '1500ms' } });
+      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '1500ms' }, log });
       ({ key } = await t.account());
       const f = await t.request('POST', '/v1/faqs', { key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns' } });
       faqId = f.body.data.id;
@@ -66,13 +68,16 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(reply.sources, [faqId]);
     });
 
-    test('a failing or slow model falls back to the built-in answerer', async () => {
+    test('a failing or slow model falls back to the built-in answerer, and the operator log says so', async () => {
       for (const mode of ['error', 'slow'] as const) {
         llm.state.mode = mode;
+        warnings.length = 0;
         const reply = await ask('how long do refunds take?');
         assert.doesNotMatch(reply.content, /LLM says/, mode);
         assert.match(reply.content, /5 to 10 business days/, mode);
         assert.deepEqual(reply.sources, [faqId], mode);
+        assert.equal(warnings.length, 1, mode);
+        assert.match(warnings[0]!.msg ?? '', /assistant provider failed/, mode);
       }
     });
 

@@ -6,7 +6,7 @@ import { workerTasks } from '../../../src/worker/tasks.js';
 import { createWorker } from '../../../src/worker/worker.js';
 import type { Received } from './helpers.js';
 
-export const quietLog = { info() {}, error(obj: unknown) { console.error(obj); } };
+export const quietLog = { info() {}, warn(obj: unknown) { console.error(obj); }, error(obj: unknown) { console.error(obj); } };
 
 /** Runs the app's own worker tasks in this process (what `parley serve` does). */
 export function startWorker(t: TestApp) {
