@@ -1,7 +1,11 @@
 /**
  * Fits the answerer's confidence model (a 4-feature logistic regression, see
  * answerer.ts) on the HELD-OUT sets only — never on eval set A — and prints the
- * weights to paste into CONFIDENCE_MODEL, plus leave-one-set-out figures.
+ * weights to paste into CONFIDENCE_MODEL, plus leave-one-set-out figures: for
+ * each threshold, recall@1 and abstention when every set is judged by a model
+ * trained without it. The loss is class-balanced, so 0.5 (DEFAULT_MIN_CONFIDENCE)
+ * is where answering and abstaining are equally likely to be right; the table
+ * shows what moving it would trade.
  *
  *   node --import tsx bench/eval/calibrate.ts [--l2=0.01]
  *
@@ -25,12 +29,15 @@ interface Example {
 }
 
 const examples: Example[] = [];
+/** Answerable questions whose best hit is wrong: never right at 1, whatever the decision. */
+let answerableTotal = 0;
 for (const dir of HELDOUT_DIRS) {
   const s = loadSet(dir);
   for (const q of s.questions) {
     if (q.kind === 'handoff' || detectHandoff(q.q)) continue;
     const d = decide(s.index, q.q);
     const x = d ? KEYS.map((k) => d.features[k]) : [0, 0, 1, 0];
+    if (q.kind === 'answerable') answerableTotal++;
     if (q.kind === 'unanswerable') examples.push({ set: dir, x, y: 0 });
     else if (d && q.expect.includes(d.hits[0]!.sourceId)) examples.push({ set: dir, x, y: 1 });
   }
@@ -75,8 +82,21 @@ console.log('CONFIDENCE_MODEL = {');
 console.log(`  bias: ${all.bias.toFixed(3)},`);
 console.log(`  weights: { ${KEYS.map((k, i) => `${k}: ${all.w[i]!.toFixed(3)}`).join(', ')} },`);
 console.log('}');
-report('fitted on both held-out sets (training fit)', all, examples);
+report(`fitted on all ${HELDOUT_DIRS.length} held-out sets (training fit)`, all, examples);
+const held = new Map<Example, number>();
 for (const dir of HELDOUT_DIRS) {
   const m = fit(examples.filter((e) => e.set !== dir));
-  report(`trained without ${dir}, tested on it`, m, examples.filter((e) => e.set === dir));
+  const test = examples.filter((e) => e.set === dir);
+  report(`trained without ${dir}, tested on it`, m, test);
+  for (const e of test) held.set(e, prob(m, e.x));
 }
+
+// Operating point, from the leave-one-set-out probabilities only.
+const negatives = examples.filter((e) => e.y === 0);
+console.log('threshold  recall@1 (all answerable, abstaining counts as a miss)  abstention');
+for (let th = 0.3; th <= 0.701; th += 0.05) {
+  const r1 = examples.filter((e) => e.y === 1 && held.get(e)! >= th).length / answerableTotal;
+  const ab = negatives.filter((e) => held.get(e)! < th).length / negatives.length;
+  console.log(`${th.toFixed(2)}       ${r1.toFixed(3)}                                                ${ab.toFixed(3)}`);
+}
+

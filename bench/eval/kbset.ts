@@ -2,7 +2,7 @@
  * Loads an eval-style set (kb.json + questions.jsonl, see /work/shared/eval/README.md)
  * the way the service would: only active documents and approved FAQs are indexed.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from '../../src/modules/assistant/retrieval.js';
 
@@ -44,4 +44,8 @@ export function loadSet(dir: string): LoadedSet {
   return { dir, index: KnowledgeIndex.build(docs, faqs), questions, leakIds };
 }
 
-export const HELDOUT_DIRS = ['bench/eval/heldout/saas', 'bench/eval/heldout/hotel'];
+/** Every set under bench/eval/heldout (eight domains; none is eval set A). */
+export const HELDOUT_DIRS = readdirSync('bench/eval/heldout', { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => `bench/eval/heldout/${e.name}`)
+  .sort();

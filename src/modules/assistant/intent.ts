@@ -21,12 +21,17 @@ const PATTERNS: RegExp[] = [
   /\b(?:is there|are there|can i get|could i get|may i have) (?:a|an|any)? ?(?:real |live |actual )?(?:person|human|agent|representative|operator)s? (?:i can|to) (?:talk|speak|chat)/,
   // "can a human please look at my account", "could a real person help me" (not "can a person check in for me")
   /\b(?:can|could|would|will) (?:a |an |some |one of your )?(?:(?:real|live|actual) )?(?:human|person|agent|representative|operator|staff member|team member)s? (?:please )?(?:look (?:at|into)|take a look|help me|review|call me|contact me|get back to me)\b/,
+  // A call back is something only a person can do: "can someone from your team call me back", "get a member of staff to call me"
+  new RegExp(String.raw`\b(?:someone|somebody|anyone|a person|a human|an agent|a (?:member of (?:staff|(?:the |your )?team)|staff member|team member)|(?:one of )?your (?:staff|team|agents))(?: from (?:your|the) (?:team|support|office|company))? (?:to )?(?:please )?(?:call|ring|phone) me(?: back)?\b`),
   // Spanish
   /\b(?:hablar|charlar|comunicarme|contactar) (?:con|a) (?:una? |el |la |algun |alguna )?(?:persona|humano|agente|asesor|asesora|operador|operadora|representante|alguien|empleado|supervisor|encargado)\b/,
   /\b(?:persona real|agente humano|atencion humana|un humano)\b/,
   // Portuguese
-  /\b(?:falar|conversar) com (?:uma? |o |a |algum |alguem)?(?:pessoa|humano|atendente|agente|operador|representante|alguem|consultor)\b/,
-  /\b(?:pessoa real|atendimento humano|um humano)\b/,
+  /\b(?:falar|conversar) com (?:uma? |o |a |algum |alguem)?(?:pessoa|humano|atendente|agente|operador|representante|alguem|consultor|assistente humano|funcionario)\b/,
+  /\b(?:pessoa real|atendimento humano|um humano|assistente humano)\b/,
+  // Polish ("ł" has no decomposition, so both spellings)
+  /\b(?:porozmawiac|rozmawiac|pogadac|polaczyc|skontaktowac sie) z (?:\S+ )?(?:konsultantem|konsultantka|czlowiekiem|człowiekiem|pracownikiem|osoba|agentem|doradca|kims)\b/,
+  /\b(?:prawdziwym czlowiekiem|prawdziwym człowiekiem|zywym czlowiekiem|żywym człowiekiem|prawdziwa osoba)\b/,
   // French
   /\b(?:parler|discuter|etre mis en relation) (?:a|avec) (?:un |une |quelqu'?un|le |la |un vrai |une vraie )?(?:conseiller|conseillere|agent|humain|personne|operateur|operatrice|representant|quelqu'?un|employe|responsable)\b/,
   /\b(?:vraie personne|etre humain|un humain|conseiller humain|agent humain)\b/,

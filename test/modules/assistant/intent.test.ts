@@ -32,6 +32,11 @@ const POSITIVE = [
   'Kan ik praten met een mens?',
   'can a human please look at my account',
   'Could a real person help me with this?',
+  'could somebody from your office ring me back',
+  'I need one of your agents to phone me',
+  'Czy mogę porozmawiać z pracownikiem?',
+  'chce rozmawiac z czlowiekiem',
+  'quero falar com um funcionário',
 ];
 
 const NEGATIVE = [
@@ -48,6 +53,9 @@ const NEGATIVE = [
   'Quiero devolver una persona... digo, un casco',
   'Ich möchte mit einem Freund bestellen',
   'hola',
+  'will the courier call me before delivery?',
+  'can the driver ring me back when he is outside',
+  'Czy mogę zwrócić kask?',
 ];
 
 for (const msg of POSITIVE) {
