@@ -66,8 +66,8 @@ export interface DecisionFeatures {
 
 /** Logistic model weights (fitted by bench/eval/calibrate.ts on the held-out sets only). */
 export const CONFIDENCE_MODEL: { bias: number; weights: DecisionFeatures } = {
-  bias: -0.306,
-  weights: { coverage: 1.488, passageCoverage: 1.392, unknownShare: -1.16, runnerUpRatio: -0.916 },
+  bias: -0.364,
+  weights: { coverage: 1.562, passageCoverage: 1.447, unknownShare: -1.301, runnerUpRatio: -0.895 },
 };
 
 /** Features of the abstention decision for a ranked hit list and the analysed query. */

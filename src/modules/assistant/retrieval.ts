@@ -14,7 +14,11 @@
  * passage) — the answerer's abstention model uses both.
  */
 import MiniSearch from 'minisearch';
+import { isCountryStem, isPlaceStem } from './places.js';
 import { analyze, analyzeCached, isEverydayStem, SpellCorrector } from './text.js';
+
+/** The knowledge base's word for "abroad", as analysed ("international", "overseas" … share one term). */
+const ABROAD = analyze('international')[0]!;
 
 export interface KnowledgeDoc {
   id: string;
@@ -239,6 +243,7 @@ export class KnowledgeIndex {
     const raw = analyzeCached(query);
     const seen = new Set<string>();
     const out: QueryTerm[] = [];
+    let country = false;
     for (const t of raw) {
       let term = t;
       if (!this.df.has(term)) {
@@ -251,9 +256,13 @@ export class KnowledgeIndex {
       const known = this.df.has(term);
       // unknown numbers, sizes, one/two-letter tokens ("740", "57cm", "m") and everyday
       // words the knowledge base never uses ("halfway", "anymore") carry no topic
-      const noise = !known && (term.length <= 2 || /\d/.test(term) || isEverydayStem(term));
+      // everyday words the knowledge base never uses ("halfway", "anymore") and places it never names carry no topic
+      const noise = !known && (term.length <= 2 || /\d/.test(term) || isEverydayStem(term) || isPlaceStem(term));
       out.push({ term, idf: noise ? 0 : this.idf(term), known });
+      if (isCountryStem(term)) country = true;
     }
+    // A country stands for "abroad" too, when the knowledge base has a word for it.
+    if (country && !seen.has(ABROAD) && this.df.has(ABROAD)) out.push({ term: ABROAD, idf: this.idf(ABROAD), known: true });
     return out;
   }
 

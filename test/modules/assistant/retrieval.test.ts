@@ -89,3 +89,23 @@ test('empty index and empty query are safe', () => {
   assert.equal(answer(empty, 'where is my order').kind, 'no_answer');
   assert.deepEqual(index.search('   '), []);
 });
+
+test('a place the knowledge base never names carries no weight; a country also stands for its word for abroad', () => {
+  const kb = KnowledgeIndex.build(
+    [
+      { id: 'doc-intl', title: 'International shipping', content: 'We ship overseas to most countries. International orders take 7 to 14 days and customs duties are paid by the recipient.' },
+      { id: 'doc-home', title: 'Domestic shipping', content: 'Orders ship from our warehouse within one business day. Standard delivery takes 3 to 5 days.' },
+    ],
+    [],
+  );
+  const terms = kb.analyzeQuery('do you ship to australia');
+  const place = terms.find((t) => t.term.startsWith('australia'))!;
+  assert.equal(place.known, false);
+  assert.equal(place.idf, 0, 'an unknown place is not evidence of an off-topic question');
+  assert.ok(terms.some((t) => t.known && t.term === kb.analyzeQuery('international')[0]!.term), 'the country adds the KB word for abroad');
+  assert.equal(kb.search('do you ship to australia')[0]?.sourceId, 'doc-intl');
+  // a word that is also a place but an everyday noun here stands for nothing
+  assert.ok(!kb.analyzeQuery('can I have turkey instead').some((t) => t.term === kb.analyzeQuery('international')[0]!.term));
+  // a topical word the KB never uses still counts against an answer
+  assert.ok(kb.analyzeQuery('do you sell insurance').find((t) => t.term.startsWith('insur'))!.idf > 0);
+});
