@@ -10,6 +10,7 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookAllowPrivateUrls: boolean;
   conversationIdleTimeoutMs: number;
+  workerPollIntervalMs: number;
   rundownIntervalMs: number;
   /** How long a verified API key is remembered in memory; 0 turns the cache off. */
   authCacheTtlMs: number;
@@ -87,6 +88,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s'),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
+    workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms'),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
     authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', true),
     logLevel: str('LOG_LEVEL', 'info'),

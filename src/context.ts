@@ -1,6 +1,9 @@
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { createGroupCommit } from './db/group-commit.js';
+import { deliveriesChannel, listen } from './db/notify.js';
+import type { DB } from './db/schema.js';
+import { sql, type Kysely } from 'kysely';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';
@@ -20,6 +23,8 @@ import { createFanout, createWebhooksService } from './modules/webhooks/webhooks
 export function createContext(config: Config, database: Database, clock: Clock, log: Logger = silentLogger) {
   const { db } = database;
   const PER_WEBHOOK = 16;
+  // On PostgreSQL, workers in other processes hear of new deliveries at commit instead of at their next poll.
+  const channel = database.dialect === 'postgres' ? deliveriesChannel(database.schema) : null;
   const deliveries = createDeliveryEngine({
     db,
     dialect: database.dialect,
@@ -27,12 +32,19 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     config,
     sender: createUndiciSender({ allowPrivate: config.webhookAllowPrivateUrls, connectionsPerOrigin: PER_WEBHOOK }),
     perWebhook: PER_WEBHOOK,
+    pollIntervalMs: config.workerPollIntervalMs,
+    ...(channel ? { listen: (onNotify: () => void) => listen(database.url, channel, onNotify, log) } : {}),
     log,
   });
   // Every emit fans out to deliveries in the emitting transaction and wakes this process's worker.
   const events = createEventBus({
     now: () => clock.now(),
-    fanout: createFanout({ clock, retryDelaysMs: config.webhookRetryDelaysMs, onCreated: () => deliveries.kick() }),
+    fanout: createFanout({
+      clock,
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      onCreated: () => deliveries.kick(),
+      ...(channel ? { announce: (conn: Kysely<DB>) => sql`select pg_notify(${channel}, '')`.execute(conn) } : {}),
+    }),
   });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.
   const assistant = createAssistantService(db, config, { log: (msg, err) => log.warn({ err }, msg) });

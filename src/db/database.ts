@@ -11,6 +11,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Database {
   db: Kysely<DB>;
   dialect: DialectName;
+  /** The URL it was opened with (a PostgreSQL worker opens its notification connection with it). */
+  url: string;
   /** PostgreSQL schema the connections are pinned to, when not the default. */
   schema?: string;
   close(): Promise<void>;
@@ -60,7 +62,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, dialect: 'sqlite', close: () => db.destroy() };
+    return { db, dialect: 'sqlite', url, close: () => db.destroy() };
   }
   // A search_path given in the URL (`?options=-c search_path=x`) pins the schema just like opts.schema.
   const fromUrl = /search_path=([A-Za-z_][\w]*)/.exec(decodeURIComponent(url))?.[1];
@@ -71,7 +73,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
+  return { db, dialect: 'postgres', url, ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
 }
 
 export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {

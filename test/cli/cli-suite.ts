@@ -77,7 +77,11 @@ async function startServe(env: Record<string, string>) {
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const listening = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 20_000);
+    // On failure the child is killed: left running, its pipes would keep this test file alive forever.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start: ${stderr}`));
+    }, 60_000);
     child.stdout.on('data', (c: Buffer) => {
       stdout += c.toString();
       const line = stdout.split('\n').find((l) => l.includes('listening'));
@@ -91,10 +95,16 @@ async function startServe(env: Record<string, string>) {
   return {
     url: listening,
     stderr: () => stderr,
-    async stop() {
+    /** SIGTERM; the exit code, or 'hung' (and a SIGKILL) if it did not exit within 15 s. */
+    async stop(): Promise<number | null | 'hung'> {
       const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
       child.kill('SIGTERM');
-      return exited;
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 15_000)));
+      const result = await Promise.race([exited, hung]);
+      clearTimeout(timer);
+      if (result === 'hung') child.kill('SIGKILL');
+      return result;
     },
   };
 }
@@ -297,6 +307,7 @@ export function cliConfigSuite() {
         ['WEBHOOK_RETRY_DELAYS', '0,5x', /WEBHOOK_RETRY_DELAYS entry 2 "5x"/],
         ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe', /WEBHOOK_ALLOW_PRIVATE_URLS/],
         ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+        ['WORKER_POLL_INTERVAL', '0', /WORKER_POLL_INTERVAL="0": must be a positive duration/],
       ] as const;
       const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
       results.forEach((r, i) => {

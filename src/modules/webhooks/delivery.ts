@@ -44,6 +44,11 @@ export interface DeliveryEngineOptions {
   perWebhook?: number;
   /** Idle poll period (default 50 ms); an in-process emit wakes the engine sooner. */
   pollIntervalMs?: number;
+  /**
+   * Subscribes to "new deliveries were committed" from other processes (PostgreSQL LISTEN); started when a
+   * worker runs this engine, stopped on close.
+   */
+  listen?: (onNotify: () => void) => { close(): Promise<void> };
   log?: { error(obj: unknown, msg?: string): void };
 }
 
@@ -354,6 +359,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   // ----------------------------------------------------------------------------------------- public
 
+  let listener: { close(): Promise<void> } | null = null;
   let kickTimers: NodeJS.Timeout[] = [];
   /** An emit in this process: run soon, and again shortly after, since its transaction may not have committed yet. */
   function kick() {
@@ -372,6 +378,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   async function close() {
     if (closed) return;
     closed = true;
+    await listener?.close();
     for (const t of kickTimers) clearTimeout(t);
     kickTimers = [];
     const queuedIds = queued.splice(0).map((q) => q.d.id);
@@ -396,6 +403,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     run,
     bindWake(fn) {
       wake = fn;
+      // Only a process that runs the deliveries listens; an API-only node just announces.
+      if (opts.listen && !listener && !closed) listener = opts.listen(() => wake?.());
     },
     drain: close,
   };

@@ -59,7 +59,14 @@ export function normalizeEvents(events: string[]): string[] {
  * Fan-out of one emitted event, inside the emitting transaction: one delivery per webhook of the account
  * that is enabled and subscribed at that moment, each freezing the URL, secret and body it will send.
  */
-export function createFanout(opts: { clock: Clock; retryDelaysMs: readonly number[]; onCreated?: () => void }): EventFanout {
+export function createFanout(opts: {
+  clock: Clock;
+  retryDelaysMs: readonly number[];
+  /** Wakes this process's worker. */
+  onCreated?: () => void;
+  /** Announces the new deliveries to workers in other processes, inside the transaction (delivered at commit). */
+  announce?: (conn: Kysely<DB>) => Promise<unknown>;
+}): EventFanout {
   return async (conn, accountId, event) => {
     const hooks = await repo.listEnabled(conn, accountId);
     const now = opts.clock.now();
@@ -87,6 +94,7 @@ export function createFanout(opts: { clock: Clock; retryDelaysMs: readonly numbe
     }
     if (rows.length === 0) return;
     await deliveriesRepository.insertMany(conn, rows);
+    await opts.announce?.(conn);
     opts.onCreated?.();
   };
 }

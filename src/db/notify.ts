@@ -1,0 +1,72 @@
+import pg from 'pg';
+import type { Logger } from '../lib/log.js';
+
+/**
+ * A dedicated PostgreSQL connection that LISTENs on one channel and calls `onNotify` for every notification.
+ * NOTIFY inside a transaction is delivered at commit, so a worker woken this way finds the committed rows.
+ * When the connection drops it is re-opened after a second; callers keep polling meanwhile, and `onNotify` is
+ * called once after every (re)connect so nothing committed while deaf waits for the next poll.
+ */
+export function listen(url: string, channel: string, onNotify: () => void, log: Logger): { close(): Promise<void> } {
+  if (!/^\w{1,63}$/.test(channel)) throw new Error(`invalid notification channel ${JSON.stringify(channel)}`);
+  let client: pg.Client | null = null;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const drop = (c: pg.Client) => {
+    if (client === c) client = null;
+    c.removeAllListeners('end');
+    c.removeAllListeners('error');
+    c.on('error', () => undefined);
+    c.end().catch(() => undefined);
+    if (!closed && !timer) {
+      timer = setTimeout(() => {
+        timer = undefined;
+        void connect();
+      }, 1_000);
+      timer.unref();
+    }
+  };
+
+  const connect = async () => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', (n) => {
+      if (n.channel === channel) onNotify();
+    });
+    c.on('error', (err) => {
+      log.warn({ err, channel }, 'notification connection lost; polling until it is back');
+      drop(c);
+    });
+    c.on('end', () => drop(c));
+    try {
+      await c.connect();
+      await c.query(`LISTEN "${channel}"`);
+      if (closed) return drop(c);
+      client = c;
+      onNotify();
+    } catch (err) {
+      log.warn({ err, channel }, 'could not listen for notifications; polling until it works');
+      drop(c);
+    }
+  };
+  void connect();
+
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      const c = client;
+      client = null;
+      if (c) {
+        c.removeAllListeners('end');
+        await c.end().catch(() => undefined);
+      }
+    },
+  };
+}
+
+/** The channel new webhook deliveries are announced on; one per schema, so deployments side by side stay apart. */
+export function deliveriesChannel(schema: string | undefined): string {
+  return `parley_deliveries_${schema ?? 'public'}`.slice(0, 63);
+}
