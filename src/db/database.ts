@@ -86,7 +86,14 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
     migrationTableSchema = rows[0]?.s;
   }
   const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    // Kysely's check for its own tables scans the catalog of every schema; another schema of the same database
+    // being dropped at that moment (a finished test run, a removed deployment) fails the scan with 3F000
+    // naming that other schema. Nothing was applied then, so it is safe to look again.
+    const otherSchemaDropped = (error as { code?: string }).code === '3F000' && !String((error as Error).message).includes(`"${migrationTableSchema}"`);
+    if (!otherSchemaDropped || attempt >= 10) throw error instanceof Error ? error : new Error(String(error));
+    await new Promise((r) => setTimeout(r, 20 * attempt));
+  }
 }
