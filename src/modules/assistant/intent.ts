@@ -46,7 +46,36 @@ const PATTERNS: RegExp[] = [
   /\b(?:spreken|praten|chatten|bellen) met (?:een |iemand|de |een echte |een echt )?(?:mens|medewerker|medewerkster|persoon|agent|iemand|echt persoon|echte persoon)\b/,
   /\bmet (?:een |iemand)?(?:mens|medewerker|persoon|iemand)\w* (?:spreken|praten)\b/,
   /\b(?:echte persoon|echt persoon|echte mens)\b/,
+  // Swedish, Danish / Norwegian, Finnish
+  /\b(?:prata|tala|snacka) med (?:en |nagon |en riktig |en levande )?(?:manniska|person|handlaggare|kundtjanst|agent|operator|medarbetare|radgivare)\b/,
+  /\b(?:tale|snakke|prate) med (?:et |en |nogen |noen |et rigtigt |et ekte |en rigtig |en ekte )?(?:menneske|person|medarbejder|medarbeider|kundeservice|kundeservicen|agent|konsulent|radgiver|operator)\b/,
+  /\b(?:puhua|puhumaan|jutella) (?:oikean )?(?:ihmisen|asiakaspalvelijan|henkilon|virkailijan|asiakaspalvelun) kanssa\b/,
+  // Turkish, Romanian, Czech / Slovak, Hungarian
+  /\b(?:temsilci(?:yle|ye|nizle)?|insan(?:la|a)|yetkili(?:yle|ye)?|musteri hizmetleri(?:yle|ne)?|canli destek(?:le|e)?) (?:gorusmek|konusmak|baglanmak|baglan|gorusebilir|konusabilir)/,
+  /\b(?:vorbesc|vorbi|discut|discuta|vorbim) cu (?:un |o )?(?:operator|om|persoana|agent|consultant|reprezentant|angajat|om real)\b/,
+  /\b(?:mluvit|hovorit|mluvim|hovorim|spojit|spojte me) s (?:\S+ )?(?:operatorem|operatorkou|clovekem|pracovnikem|konzultantem|zivym clovekem|osobou)\b/,
+  /\b(?:ugyintezovel|emberrel|operatorral|munkatarssal|kollegaval) (?:szeretnek |akarok |tudnek )?beszelni\b/,
+  /\bbeszelni (?:egy )?(?:ugyintezovel|emberrel|operatorral|munkatarssal)\b/,
 ];
+
+/**
+ * Requests for a person in scripts without word boundaries a regular expression can see (Cyrillic, CJK,
+ * Korean, Arabic): matched as substrings of the cleaned text. Each names a human agent, so a hit is a request.
+ */
+const AGENT_PHRASES = [
+  // Russian / Ukrainian
+  'с оператором', 'с человеком', 'живого человека', 'живой человек', 'с менеджером', 'с сотрудником', 'с консультантом',
+  'позовите оператора', 'соедините с', 'з оператором', 'з людиною', 'живу людину', 'з менеджером',
+  // Japanese, Chinese, Korean
+  '担当者', 'オペレーター', '人間と話', 'スタッフと話', '有人対応', '人工客服', '转人工', '真人', '人工服务', '客服人员', '人工服務',
+  '상담원', '상담사', '사람과 대화', '직원 연결', '직원과 대화',
+  // Arabic
+  'التحدث مع موظف', 'التحدث مع شخص', 'موظف خدمة العملاء', 'شخص حقيقي', 'أريد موظف',
+].map((p) => clean(p));
+
+function clean(text: string): string {
+  return normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
+}
 
 /** Single-word or very short messages that are themselves a request for a human. */
 const SHORT_AGENT = new Set([
@@ -61,10 +90,11 @@ const FILLER = new Set([
   'talk', 'to', 'speak', 'with', 'yes', 'un', 'una', 'um', 'uma', 'ein', 'einen', 'een', 'real', 'live',
 ]);
 
-/** True when the customer explicitly asks for a human, in any common phrasing (EN/ES/FR/DE/PT/IT/NL). */
+/** True when the customer explicitly asks for a human, in any common phrasing (English and 20-odd other languages). */
 export function detectHandoff(text: string): boolean {
-  const t = normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  const t = clean(text);
   if (!t) return false;
+  if (AGENT_PHRASES.some((p) => t.includes(p))) return true;
   const tokens = t.split(' ').filter((w) => !FILLER.has(w));
   if (tokens.length > 0 && tokens.length <= 2 && SHORT_AGENT.has(tokens.join(' '))) return true;
   if (tokens.length === 1 && SHORT_AGENT.has(tokens[0]!)) return true;

@@ -37,6 +37,23 @@ const POSITIVE = [
   'Czy mogę porozmawiać z pracownikiem?',
   'chce rozmawiac z czlowiekiem',
   'quero falar com um funcionário',
+  'Jag vill prata med en människa',
+  'Kan jeg tale med et menneske?',
+  'Kan jeg snakke med en person?',
+  'Haluan puhua ihmisen kanssa',
+  'Хочу поговорить с оператором',
+  'Можно живого человека?',
+  'Хочу поговорити з оператором',
+  'Bir temsilciyle görüşmek istiyorum',
+  'Vreau să vorbesc cu un operator',
+  'Chci mluvit s operátorem',
+  'Ügyintézővel szeretnék beszélni',
+  '担当者と話したいです',
+  'オペレーターにつないでください',
+  '转人工',
+  '我要人工客服',
+  '상담원 연결해 주세요',
+  'أريد التحدث مع موظف',
 ];
 
 const NEGATIVE = [
@@ -56,6 +73,13 @@ const NEGATIVE = [
   'will the courier call me before delivery?',
   'can the driver ring me back when he is outside',
   'Czy mogę zwrócić kask?',
+  'Jag vill returnera min hjälm',
+  'Hvor lang tid tager levering?',
+  'Сколько стоит доставка?',
+  'Kargo ücreti ne kadar?',
+  '配送にはどのくらいかかりますか',
+  '运费多少钱',
+  '배송은 얼마나 걸리나요',
 ];
 
 for (const msg of POSITIVE) {
