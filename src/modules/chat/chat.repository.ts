@@ -31,13 +31,15 @@ export const chatRepository = {
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .where('ended_at', 'is', null)
+      .returningAll()
       .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    return r;
   },
   /**
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
    * sends to the same conversation never lose one; false when it had ended meanwhile.
    */
+  /** Counts an exchange on an open conversation; the updated row, or undefined when it has ended. */
   async recordExchange(db: Conn, accountId: string, id: string, e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number }) {
     const r = await db
       .updateTable('conversations')
@@ -50,8 +52,9 @@ export const chatRepository = {
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .where('ended_at', 'is', null)
+      .returningAll()
       .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    return r;
   },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();

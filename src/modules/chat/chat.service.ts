@@ -57,17 +57,22 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
   }
 
   async function emitMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
-    for (const m of rows) {
-      await events.emit(trx, c.account_id, 'conversation.message', {
-        conversationId: c.id,
-        messageId: m.id,
-        role: m.role,
-        content: m.content,
-        customerId: c.customer_id,
-        ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
-        timestamp: toIso(m.created_at),
-      });
-    }
+    await events.emitMany(
+      trx,
+      c.account_id,
+      rows.map((m) => ({
+        kind: 'conversation.message' as const,
+        data: {
+          conversationId: c.id,
+          messageId: m.id,
+          role: m.role,
+          content: m.content,
+          customerId: c.customer_id,
+          ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
+          timestamp: toIso(m.created_at),
+        },
+      })),
+    );
   }
 
   /** Writes the escalation and its event; the caller holds the transaction. */
@@ -237,14 +242,14 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
         const assistantMsg = assistantMessage(accountId, id, text, sources, at);
         const answered = sources.length > 0;
-        const ok = await repo.recordExchange(trx, accountId, id, {
+        // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
+        const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,
           streak: reply.kind === 'no_answer' ? 'increment' : answered ? 'reset' : 'keep',
           at,
         });
-        if (!ok) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+        if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
         await repo.insertMessages(trx, [customerMsg, assistantMsg]);
-        const fresh = await load(trx, accountId, id);
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
         if (escalateWith) await escalateIn(trx, fresh, escalateWith, at);
         if (contactEmail) await submitContact(trx, fresh, { email: contactEmail });

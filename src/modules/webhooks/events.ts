@@ -29,7 +29,8 @@ export interface EmittedEvent {
 }
 
 /** Called after an event row is written, inside the same transaction (the webhooks module fans out deliveries). */
-export type EventFanout = (conn: Conn, accountId: string, event: EmittedEvent) => Promise<void>;
+/** Creates the deliveries of events just emitted together (in order), inside the emitting transaction. */
+export type EventFanout = (conn: Conn, accountId: string, events: readonly EmittedEvent[]) => Promise<void>;
 
 /**
  * The transactional outbox: emit() must be called with the transaction of the change that caused the event,
@@ -37,22 +38,34 @@ export type EventFanout = (conn: Conn, accountId: string, event: EmittedEvent) =
  */
 export function createEventBus(opts: { now: () => number; fanout?: EventFanout }) {
   let fanout = opts.fanout;
+  /**
+   * Several events of one account at once, in order: one insert for the events and one fan-out for their
+   * deliveries, instead of a round trip pair per event (a chat exchange emits two messages at a time).
+   */
+  async function emitMany(conn: Conn, accountId: string, items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>): Promise<EmittedEvent[]> {
+    if (items.length === 0) return [];
+    const createdAt = opts.now();
+    const emitted: EmittedEvent[] = items.map(({ kind, data }) => ({
+      id: newId('evt', createdAt),
+      kind,
+      body: JSON.stringify({ event: kind, timestamp: toIso(createdAt), data }),
+      createdAt,
+    }));
+    await conn
+      .insertInto('events')
+      .values(emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt })))
+      .execute();
+    if (fanout) await fanout(conn, accountId, emitted);
+    return emitted;
+  }
   return {
     setFanout(f: EventFanout) {
       fanout = f;
     },
     async emit(conn: Conn, accountId: string, kind: EventKind, data: Record<string, unknown>): Promise<EmittedEvent> {
-      const createdAt = opts.now();
-      const event: EmittedEvent = {
-        id: newId('evt', createdAt),
-        kind,
-        body: JSON.stringify({ event: kind, timestamp: toIso(createdAt), data }),
-        createdAt,
-      };
-      await conn.insertInto('events').values({ id: event.id, account_id: accountId, kind, payload: event.body, created_at: createdAt }).execute();
-      if (fanout) await fanout(conn, accountId, event);
-      return event;
+      return (await emitMany(conn, accountId, [{ kind, data }]))[0]!;
     },
+    emitMany,
   };
 }
 

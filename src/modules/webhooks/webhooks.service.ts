@@ -56,8 +56,8 @@ export function normalizeEvents(events: string[]): string[] {
 }
 
 /**
- * Fan-out of one emitted event, inside the emitting transaction: one delivery per webhook of the account
- * that is enabled and subscribed at that moment, each freezing the URL, secret and body it will send.
+ * Fan-out of events emitted together, inside the emitting transaction: per event, one delivery per webhook of
+ * the account that is enabled and subscribed at that moment, each freezing the URL, secret and body it will send.
  */
 export function createFanout(opts: {
   clock: Clock;
@@ -67,30 +67,33 @@ export function createFanout(opts: {
   /** Announces the new deliveries to workers in other processes, inside the transaction (delivered at commit). */
   announce?: (conn: Kysely<DB>) => Promise<unknown>;
 }): EventFanout {
-  return async (conn, accountId, event) => {
+  return async (conn, accountId, events) => {
     const hooks = await repo.listEnabled(conn, accountId);
     const now = opts.clock.now();
     const rows: DeliveriesTable[] = [];
-    for (const h of hooks) {
-      if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
-      rows.push({
-        id: newId('dlv', now),
-        account_id: accountId,
-        webhook_id: h.id,
-        event_id: event.id,
-        event: event.kind,
-        url: h.url,
-        secret: h.secret,
-        body: event.body,
-        status: 'pending',
-        attempt_count: 0,
-        auto_attempts: 0,
-        next_attempt_at: event.createdAt + initialDelay(opts.retryDelaysMs),
-        lease_owner: null,
-        lease_expires_at: null,
-        created_at: now,
-        updated_at: now,
-      });
+    const subscribed = hooks.map((h) => ({ h, kinds: new Set(JSON.parse(h.events) as string[]) }));
+    for (const event of events) {
+      for (const { h, kinds } of subscribed) {
+        if (!kinds.has(event.kind)) continue;
+        rows.push({
+          id: newId('dlv', now),
+          account_id: accountId,
+          webhook_id: h.id,
+          event_id: event.id,
+          event: event.kind,
+          url: h.url,
+          secret: h.secret,
+          body: event.body,
+          status: 'pending',
+          attempt_count: 0,
+          auto_attempts: 0,
+          next_attempt_at: event.createdAt + initialDelay(opts.retryDelaysMs),
+          lease_owner: null,
+          lease_expires_at: null,
+          created_at: now,
+          updated_at: now,
+        });
+      }
     }
     if (rows.length === 0) return;
     await deliveriesRepository.insertMany(conn, rows);
