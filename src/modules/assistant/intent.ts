@@ -5,7 +5,7 @@
 import { normalize } from './text.js';
 
 /** Nouns that denote a human agent, per language (already normalised: lower case, no accents). */
-const AGENT_EN = String.raw`(?:human(?: being)?|person|people|agent|rep|representative|operator|somebody|someone|anyone|anybody|staff(?: member)?|team member|employee|supervisor|manager|advisor|adviser|assistant|customer (?:service|support|care)(?: team| agent| rep(?:resentative)?)?|support (?:team|agent|staff|rep)|(?:the |your )?(?:support|service|help ?desk|call cent(?:er|re)))`;
+const AGENT_EN = String.raw`(?:human(?: being)?|person|people|agent|rep|representative|operator|somebody|someone|anyone|anybody|staff(?: member)?|team member|team|employee|supervisor|manager|advisor|adviser|assistant|customer (?:service|support|care)(?: team| agent| rep(?:resentative)?)?|support (?:team|agent|staff|rep)|(?:the |your )?(?:support|service|help ?desk|call cent(?:er|re)))`;
 const REAL = String.raw`(?:real|live|actual|proper|human|flesh and blood)`;
 
 const PATTERNS: RegExp[] = [
@@ -23,6 +23,17 @@ const PATTERNS: RegExp[] = [
   /\b(?:can|could|would|will) (?:a |an |some |one of your )?(?:(?:real|live|actual) )?(?:human|person|agent|representative|operator|staff member|team member)s? (?:please )?(?:look (?:at|into)|take a look|help me|review|call me|contact me|get back to me)\b/,
   // A call back is something only a person can do: "can someone from your team call me back", "get a member of staff to call me"
   new RegExp(String.raw`\b(?:someone|somebody|anyone|a person|a human|an agent|a (?:member of (?:staff|(?:the |your )?team)|staff member|team member)|(?:one of )?your (?:staff|team|agents))(?: from (?:your|the) (?:team|support|office|company))? (?:to )?(?:please )?(?:call|ring|phone) me(?: back)?\b`),
+  // "please escalate this", "can you escalate my case"
+  /\bescalate (?:this|it|me|my (?:case|issue|complaint|ticket|problem|request|query))\b/,
+  /\b(?:can|could|would|will|please|pls) (?:you )?(?:please )?escalate\b/,
+  // "can I get a callback", "I'd like a call back please", "get a person on the line"
+  /\b(?:get|have|request|want|like|need|arrange|book|schedule|give me|ask for) (?:a |an )?call ?back\b/,
+  /\bget (?:a |an )?(?:person|human|agent|someone|somebody|rep) on the (?:line|phone)\b/,
+  // "can you get someone to email me", "have a member of staff contact me"
+  /\b(?:get|have|ask) (?:someone|somebody|a person|a human|an agent|a rep|a member of (?:staff|(?:the |your )?team)) (?:from (?:your|the) (?:team|support) )?(?:to )?(?:email|e-mail|contact|reach|write to|message|text) me\b/,
+  // "need human help", "file a complaint with a person"
+  /\b(?:need|want|get|like|prefer)(?:s|ed)? (?:some |a )?human (?:help|support|assistance|contact|agent)\b/,
+  /\bcomplain\w* with a (?:real |live |actual )?(?:person|human)\b/,
   // Spanish
   /\b(?:hablar|charlar|comunicarme|contactar) (?:con|a) (?:una? |el |la |algun |alguna )?(?:persona|humano|agente|asesor|asesora|operador|operadora|representante|alguien|empleado|supervisor|encargado)\b/,
   /\b(?:persona real|agente humano|atencion humana|un humano)\b/,
@@ -83,6 +94,7 @@ const SHORT_AGENT = new Set([
   'staff', 'someone', 'somebody', 'humano', 'persona', 'agente', 'operador', 'asesor', 'humain', 'conseiller',
   'operateur', 'mensch', 'mitarbeiter', 'operatore', 'medewerker', 'mens', 'atendente', 'pessoa',
   'customer service', 'customer support', 'live agent', 'live chat', 'real person', 'human please',
+  'live support', 'support', 'human help', 'human support', 'callback', 'call back', 'escalate', 'escalate this',
 ]);
 const FILLER = new Set([
   'please', 'pls', 'plz', 'now', 'a', 'an', 'the', 'me', 'i', 'want', 'need', 'by', 'favor', 'por', 'svp',
