@@ -1,9 +1,9 @@
+import { sql, type Kysely } from 'kysely';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { createGroupCommit } from './db/group-commit.js';
 import { deliveriesChannel, listen } from './db/notify.js';
 import type { DB } from './db/schema.js';
-import { sql, type Kysely } from 'kysely';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';

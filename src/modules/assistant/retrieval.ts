@@ -254,9 +254,8 @@ export class KnowledgeIndex {
       if (seen.has(term)) continue;
       seen.add(term);
       const known = this.df.has(term);
-      // unknown numbers, sizes, one/two-letter tokens ("740", "57cm", "m") and everyday
-      // words the knowledge base never uses ("halfway", "anymore") carry no topic
-      // everyday words the knowledge base never uses ("halfway", "anymore") and places it never names carry no topic
+      // unknown numbers, sizes, one/two-letter tokens ("740", "57cm", "m"), everyday words the knowledge base
+      // never uses ("halfway", "anymore") and places it never names ("australia") carry no topic
       const noise = !known && (term.length <= 2 || /\d/.test(term) || isEverydayStem(term) || isPlaceStem(term));
       out.push({ term, idf: noise ? 0 : this.idf(term), known });
       if (isCountryStem(term)) country = true;
