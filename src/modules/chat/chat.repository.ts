@@ -1,7 +1,9 @@
-import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction, Updateable, UpdateObject } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
+/** What Kysely's `set` takes for a conversation: the values, or a function of the expression builder (increments). */
+type ConversationPatch = UpdateObject<DB, 'conversations'> | ((eb: ExpressionBuilder<DB, 'conversations'>) => UpdateObject<DB, 'conversations'>);
 
 export const chatRepository = {
   find(db: Conn, accountId: string, id: string) {
@@ -23,9 +25,9 @@ export const chatRepository = {
       .orderBy('id')
       .execute();
   },
-  /** Updates an open conversation; false when it had ended meanwhile (the caller's transaction then rolls back). */
-  async updateOpen(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
-    const r = await db
+  /** Updates an open conversation: the updated row, or undefined when it had ended meanwhile (the caller's transaction then rolls back). */
+  updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch) {
+    return db
       .updateTable('conversations')
       .set(patch)
       .where('account_id', '=', accountId)
@@ -33,28 +35,18 @@ export const chatRepository = {
       .where('ended_at', 'is', null)
       .returningAll()
       .executeTakeFirst();
-    return r;
   },
   /**
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
-   * sends to the same conversation never lose one; false when it had ended meanwhile.
+   * sends to the same conversation never lose one: the updated row, or undefined when it had ended meanwhile.
    */
-  /** Counts an exchange on an open conversation; the updated row, or undefined when it has ended. */
-  async recordExchange(db: Conn, accountId: string, id: string, e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number }) {
-    const r = await db
-      .updateTable('conversations')
-      .set((eb) => ({
-        message_count: eb('message_count', '+', 2),
-        answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
-        unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
-        last_message_at: e.at,
-      }))
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .where('ended_at', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
-    return r;
+  recordExchange(db: Conn, accountId: string, id: string, e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number }) {
+    return chatRepository.updateOpen(db, accountId, id, (eb) => ({
+      message_count: eb('message_count', '+', 2),
+      answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
+      unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
+      last_message_at: e.at,
+    }));
   },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();
