@@ -1,11 +1,12 @@
 /**
- * Fits the answerer's confidence model (a 4-feature logistic regression, see
+ * Fits the answerer's confidence model (a logistic regression over DECISION_FEATURES, see
  * answerer.ts) on the HELD-OUT sets only — never on eval set A — and prints the
  * weights to paste into CONFIDENCE_MODEL, plus leave-one-set-out figures: for
  * each threshold, recall@1 and abstention when every set is judged by a model
  * trained without it. The loss is class-balanced, so 0.5 (DEFAULT_MIN_CONFIDENCE)
  * is where answering and abstaining are equally likely to be right; the table
- * shows what moving it would trade.
+ * shows what moving it would trade, and the last line the threshold chosen by
+ * rule: the lowest one whose leave-one-set-out abstention meets the 0.85 target.
  *
  *   node --import tsx bench/eval/calibrate.ts [--l2=0.01]
  *
@@ -15,12 +16,12 @@
  * - answerable questions whose best hit is wrong are left out: abstaining or
  *   answering costs the same on recall@1, so they carry no signal for the decision.
  */
-import { decide, type DecisionFeatures } from '../../src/modules/assistant/answerer.js';
+import { decide, DECISION_FEATURES } from '../../src/modules/assistant/answerer.js';
 import { detectHandoff } from '../../src/modules/assistant/intent.js';
 import { HELDOUT_DIRS, loadSet } from './kbset.js';
 
 const l2 = Number(process.argv.find((a) => a.startsWith('--l2='))?.slice(5) ?? 0.01);
-const KEYS: (keyof DecisionFeatures)[] = ['coverage', 'passageCoverage', 'unknownShare', 'runnerUpRatio'];
+const KEYS = DECISION_FEATURES;
 
 interface Example {
   set: string;
@@ -36,7 +37,7 @@ for (const dir of HELDOUT_DIRS) {
   for (const q of s.questions) {
     if (q.kind === 'handoff' || detectHandoff(q.q)) continue;
     const d = decide(s.index, q.q);
-    const x = d ? KEYS.map((k) => d.features[k]) : [0, 0, 1, 0];
+    const x = d ? KEYS.map((k) => d.features[k]) : KEYS.map((k) => (k === 'unknownShare' ? 1 : 0));
     if (q.kind === 'answerable') answerableTotal++;
     if (q.kind === 'unanswerable') examples.push({ set: dir, x, y: 0 });
     else if (d && q.expect.includes(d.hits[0]!.sourceId)) examples.push({ set: dir, x, y: 1 });
@@ -93,10 +94,17 @@ for (const dir of HELDOUT_DIRS) {
 
 // Operating point, from the leave-one-set-out probabilities only.
 const negatives = examples.filter((e) => e.y === 0);
+const ABSTENTION_TARGET = 0.85;
+let chosen: number | undefined;
 console.log('threshold  recall@1 (all answerable, abstaining counts as a miss)  abstention');
-for (let th = 0.3; th <= 0.701; th += 0.05) {
+for (let i = 0; i <= 8; i++) {
+  const th = 0.3 + i * 0.05;
   const r1 = examples.filter((e) => e.y === 1 && held.get(e)! >= th).length / answerableTotal;
   const ab = negatives.filter((e) => held.get(e)! < th).length / negatives.length;
+  if (chosen === undefined && ab >= ABSTENTION_TARGET) chosen = th;
   console.log(`${th.toFixed(2)}       ${r1.toFixed(3)}                                                ${ab.toFixed(3)}`);
 }
+// The rule for DEFAULT_MIN_CONFIDENCE: answer as much as possible while abstaining on at least the target share of
+// unanswerable questions of knowledge bases the model has not seen.
+console.log(`DEFAULT_MIN_CONFIDENCE: ${chosen?.toFixed(2) ?? 'none reaches'} (lowest threshold with leave-one-set-out abstention >= ${ABSTENTION_TARGET})`);
 

@@ -1,6 +1,6 @@
 /**
  * Loads an eval-style set (kb.json + questions.jsonl, see /work/shared/eval/README.md)
- * the way the service would: only active documents and approved FAQs are indexed.
+ * the way the service would: only active documents and approved FAQs can be cited.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,13 +33,16 @@ export function loadSet(dir: string): LoadedSet {
   const docs: KnowledgeDoc[] = [];
   const faqs: KnowledgeFaq[] = [];
   const leakIds = new Set<string>();
+  // Everything is loaded with its status, as the service does: unpublished entries are indexed but never cited.
   for (const d of kb.documents) {
-    if (d.status === 'active') docs.push({ id: d.key, title: d.title, content: d.content });
-    else leakIds.add(d.key);
+    const citable = d.status === 'active';
+    docs.push({ id: d.key, title: d.title, content: d.content, citable });
+    if (!citable) leakIds.add(d.key);
   }
   for (const f of kb.faqs) {
-    if (f.status === 'approved') faqs.push({ id: f.key, question: f.question, answer: f.answer, category: f.category });
-    else leakIds.add(f.key);
+    const citable = f.status === 'approved';
+    faqs.push({ id: f.key, question: f.question, answer: f.answer, category: f.category, citable });
+    if (!citable) leakIds.add(f.key);
   }
   return { dir, index: KnowledgeIndex.build(docs, faqs), questions, leakIds };
 }

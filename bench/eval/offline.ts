@@ -1,6 +1,6 @@
 /**
  * Offline evaluation of the default assistant on eval set A (/work/shared/eval).
- * Loads ONLY active documents and approved FAQs (as the service does), assigns
+ * Loads every entry with its status (as the service does: only active documents and approved FAQs can be cited), assigns
  * service-style ids, runs every question through detectHandoff + answer and
  * scores as /work/shared/eval/README.md says.
  *
@@ -45,14 +45,14 @@ const faqs: KnowledgeFaq[] = [];
 for (const d of kb.documents) {
   const id = `doc_${randomUUID()}`;
   idToKey.set(id, d.key);
-  if (d.status === 'active') docs.push({ id, title: d.title, content: d.content });
-  else leakIds.add(id);
+  docs.push({ id, title: d.title, content: d.content, citable: d.status === 'active' });
+  if (d.status !== 'active') leakIds.add(id);
 }
 for (const f of kb.faqs) {
   const id = `faq_${randomUUID()}`;
   idToKey.set(id, f.key);
-  if (f.status === 'approved') faqs.push({ id, question: f.question, answer: f.answer, category: f.category });
-  else leakIds.add(id);
+  faqs.push({ id, question: f.question, answer: f.answer, category: f.category, citable: f.status === 'approved' });
+  if (f.status !== 'approved') leakIds.add(id);
 }
 
 const t0 = performance.now();

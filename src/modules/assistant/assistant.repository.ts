@@ -17,17 +17,20 @@ export const assistantRepository = {
     const row = await db.selectFrom('accounts').select(['knowledge_version']).where('id', '=', accountId).executeTakeFirst();
     return row?.knowledge_version ?? 0;
   },
-  /** Only what the assistant may use: active documents and approved FAQs (changed since a time, if given). */
+  /**
+   * Every document and FAQ with its status (changed since a time, if given). Only active documents and
+   * approved FAQs are ever cited; the others are indexed as evidence of unpublished topics.
+   */
   async knowledge(db: Conn, accountId: string, changedSince = 0) {
     const [docs, faqs] = await Promise.all([
-      documentsRepository.listActive(db, accountId, changedSince),
-      faqsRepository.listApproved(db, accountId, changedSince),
+      documentsRepository.listForIndex(db, accountId, changedSince),
+      faqsRepository.listForIndex(db, accountId, changedSince),
     ]);
     return { docs, faqs };
   },
-  /** Ids of everything the assistant may use now: what is missing from an index must leave it. */
-  async usableIds(db: Conn, accountId: string) {
-    const [docs, faqs] = await Promise.all([documentsRepository.activeIds(db, accountId), faqsRepository.approvedIds(db, accountId)]);
+  /** Ids of every document and FAQ that exists now: what is missing from an index must leave it. */
+  async ids(db: Conn, accountId: string) {
+    const [docs, faqs] = await Promise.all([documentsRepository.ids(db, accountId), faqsRepository.ids(db, accountId)]);
     return new Set([...docs.map((d) => d.id), ...faqs.map((f) => f.id)]);
   },
   /** Labels of cited sources: FAQ categories and document titles (for tags and topics). */

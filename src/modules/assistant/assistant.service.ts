@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { DB } from '../../db/schema.js';
 import { answerWithFallback, OpenAiCompatibleProvider, type AnswerProvider } from './llm.js';
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
-import { KnowledgeIndex } from './retrieval.js';
+import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
 import { DEFAULT_SETTINGS, type AssistantSettings, type UpdateAssistantSettingsBody } from './assistant.schemas.js';
 
@@ -20,19 +20,21 @@ interface CachedIndex {
  */
 const REFRESH_OVERLAP_MS = 60_000;
 
-const toDoc = (d: { id: string; title: string; content: string }) => ({ id: d.id, title: d.title, content: d.content });
-const toFaq = (f: { id: string; question: string; answer: string; category: string }) => ({
+type IndexRows = Awaited<ReturnType<typeof repo.knowledge>>;
+const toDoc = (d: IndexRows['docs'][number]): KnowledgeDoc => ({ id: d.id, title: d.title, content: d.content, citable: d.status === 'active' });
+const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
   id: f.id,
   question: f.question,
   answer: f.answer,
   category: f.category,
+  citable: f.status === 'approved',
 });
 
 /**
  * One in-process index per account, kept in step with the account's knowledge_version. The version is read
  * on every reply (one indexed lookup), so a change made through any API node is seen by every node on its
  * next message. A changed version refreshes the index incrementally (rows changed since the watermark are
- * upserted, ids no longer usable are removed) rather than rebuilding it: a 10,000-document rebuild takes
+ * upserted with their status, deleted ids are removed) rather than rebuilding it: a 10,000-document rebuild takes
  * seconds, a refresh milliseconds.
  */
 export function createAssistantService(db: Kysely<DB>, config: Config, opts: { provider?: AnswerProvider; log?: (msg: string, err?: unknown) => void } = {}) {
@@ -53,9 +55,9 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
 
   async function refresh(entry: CachedIndex, accountId: string, version: number): Promise<CachedIndex> {
     const since = entry.watermark - REFRESH_OVERLAP_MS;
-    const [usable, changed] = await Promise.all([repo.usableIds(db, accountId), repo.knowledge(db, accountId, since)]);
+    const [existing, changed] = await Promise.all([repo.ids(db, accountId), repo.knowledge(db, accountId, since)]);
     // Synchronous from here on: no reply can search a half-updated index.
-    for (const id of entry.index.sourceIds()) if (!usable.has(id)) entry.index.remove(id);
+    for (const id of entry.index.sourceIds()) if (!existing.has(id)) entry.index.remove(id);
     for (const d of changed.docs) entry.index.upsertDocument(toDoc(d));
     for (const f of changed.faqs) entry.index.upsertFaq(toFaq(f));
     const watermark = Math.max(entry.watermark, ...changed.docs.map((d) => d.updated_at), ...changed.faqs.map((f) => f.updated_at));

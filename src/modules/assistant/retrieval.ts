@@ -8,6 +8,10 @@
  * unknown to the index get distance-1 spelling correction against the index
  * vocabulary; the engine then matches exact analysed terms only.
  *
+ * Unpublished entries (draft documents, pending/draft FAQs) are indexed too, but
+ * never returned as hits: they are only evidence that a question is about
+ * something the account has not published (see `SearchResult.unpublished`).
+ *
  * Results are deduplicated per source (best passage kept) and carry
  * `coverage` (IDF-weighted share of the query's terms the source matches,
  * over all its passages) and `passageCoverage` (the same for its single best
@@ -25,6 +29,8 @@ export interface KnowledgeDoc {
   title: string;
   content: string;
   updatedAt?: string | Date;
+  /** False for a draft: indexed as evidence of an unpublished topic, never cited (default true). */
+  citable?: boolean;
 }
 
 export interface KnowledgeFaq {
@@ -32,6 +38,8 @@ export interface KnowledgeFaq {
   question: string;
   answer: string;
   category: string;
+  /** False for a pending or draft FAQ: indexed as evidence of an unpublished topic, never cited (default true). */
+  citable?: boolean;
 }
 
 export interface Hit {
@@ -57,13 +65,19 @@ export interface QueryTerm {
   term: string;
   /** Inverse document frequency in this index; unknown terms get the maximum. */
   idf: number;
-  /** Whether the term (after correction) occurs anywhere in the index. */
+  /** Whether the term (after correction) occurs in a published entry (one the assistant may cite). */
   known: boolean;
 }
 
 export interface SearchResult {
   hits: Hit[];
   terms: QueryTerm[];
+  /**
+   * The best unpublished entry, when one scores above every published hit AND matches a query term the best
+   * published hit does not: the question is about something the account has written but not published
+   * ("race wheel rental", still a draft), so an answer from the best published article is likely off-topic.
+   */
+  unpublishedLead?: { sourceId: string; matched: string[] };
 }
 
 interface Entry {
@@ -73,6 +87,7 @@ interface Entry {
   title: string;
   passage: string;
   category?: string;
+  citable: boolean;
 }
 
 interface IndexedFields {
@@ -127,11 +142,19 @@ export function splitPassages(content: string): string[] {
   return merged;
 }
 
+function decrement(counts: Map<string, number>, term: string): void {
+  const n = (counts.get(term) ?? 1) - 1;
+  if (n <= 0) counts.delete(term);
+  else counts.set(term, n);
+}
+
 export class KnowledgeIndex {
   private readonly mini: MiniSearch<IndexedFields>;
   private readonly entries: Entry[] = [];
-  /** term → number of entries (passages/FAQs) containing it */
+  /** term → number of entries (passages/FAQs, published or not) containing it: ranking statistics */
   private readonly df = new Map<string, number>();
+  /** term → number of PUBLISHED entries containing it: a term only drafts use is unknown to the customer-facing side */
+  private readonly dfPublished = new Map<string, number>();
   private corrector: SpellCorrector | undefined;
   private readonly sources = new Map<string, number[]>();
 
@@ -160,7 +183,7 @@ export class KnowledgeIndex {
     return this.mini.documentCount;
   }
 
-  /** Source ids present in the index. */
+  /** Source ids present in the index (published or not). */
   sourceIds(): string[] {
     return [...this.sources.keys()];
   }
@@ -190,9 +213,8 @@ export class KnowledgeIndex {
       const e = this.entries[id];
       if (e) {
         for (const t of new Set([...analyze(e.title), ...analyze(e.passage)])) {
-          const n = (this.df.get(t) ?? 1) - 1;
-          if (n <= 0) this.df.delete(t);
-          else this.df.set(t, n);
+          decrement(this.df, t);
+          if (e.citable) decrement(this.dfPublished, t);
         }
       }
     }
@@ -202,9 +224,10 @@ export class KnowledgeIndex {
 
   private collectDoc(d: KnowledgeDoc, batch: IndexedFields[]): void {
     const titleTerms = analyze(d.title);
+    const citable = d.citable ?? true;
     for (const passage of splitPassages(d.content)) {
       const textTerms = analyze(passage);
-      const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage }, [...titleTerms, ...textTerms]);
+      const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage, citable }, [...titleTerms, ...textTerms]);
       batch.push({ id, question: '', title: titleTerms.join(' '), text: textTerms.join(' ') });
     }
   }
@@ -213,7 +236,7 @@ export class KnowledgeIndex {
     const qTerms = analyze(f.question);
     const aTerms = analyze(f.answer);
     const id = this.addEntry(
-      { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category },
+      { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category, citable: f.citable ?? true },
       [...qTerms, ...aTerms],
     );
     batch.push({ id, question: qTerms.join(' '), title: '', text: aTerms.join(' ') });
@@ -225,7 +248,10 @@ export class KnowledgeIndex {
     let list = this.sources.get(e.sourceId);
     if (!list) this.sources.set(e.sourceId, (list = []));
     list.push(id);
-    for (const t of new Set(terms)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+    for (const t of new Set(terms)) {
+      this.df.set(t, (this.df.get(t) ?? 0) + 1);
+      if (e.citable) this.dfPublished.set(t, (this.dfPublished.get(t) ?? 0) + 1);
+    }
     this.corrector = undefined;
     return id;
   }
@@ -253,7 +279,7 @@ export class KnowledgeIndex {
       }
       if (seen.has(term)) continue;
       seen.add(term);
-      const known = this.df.has(term);
+      const known = this.dfPublished.has(term);
       // unknown numbers, sizes, one/two-letter tokens ("740", "57cm", "m"), everyday words the knowledge base
       // never uses ("halfway", "anymore") and places it never names ("australia") carry no topic
       const noise = !known && (term.length <= 2 || /\d/.test(term) || isEverydayStem(term) || isPlaceStem(term));
@@ -261,7 +287,7 @@ export class KnowledgeIndex {
       if (isCountryStem(term)) country = true;
     }
     // A country stands for "abroad" too, when the knowledge base has a word for it.
-    if (country && !seen.has(ABROAD) && this.df.has(ABROAD)) out.push({ term: ABROAD, idf: this.idf(ABROAD), known: true });
+    if (country && !seen.has(ABROAD) && this.dfPublished.has(ABROAD)) out.push({ term: ABROAD, idf: this.idf(ABROAD), known: true });
     return out;
   }
 
@@ -273,7 +299,8 @@ export class KnowledgeIndex {
   /** Hits plus the analysed query terms (used by the answerer for calibration). */
   searchDetailed(query: string, limit = 5): SearchResult {
     const terms = this.analyzeQuery(query);
-    const known = terms.filter((t) => t.known);
+    // Terms only unpublished entries use are searched too: they are what makes an unpublished entry lead.
+    const known = terms.filter((t) => this.df.has(t.term));
     if (known.length === 0) return { hits: [], terms };
     // Very common terms (in >10% of entries and >500 entries) add almost nothing to
     // the ranking but dominate query cost on big indexes: they still count towards
@@ -294,9 +321,15 @@ export class KnowledgeIndex {
     const totalIdf = terms.reduce((s, t) => s + t.idf, 0) || 1;
     const idfOf = new Map(terms.map((t) => [t.term, t.idf]));
     const bySource = new Map<string, { hit: Hit; matched: Set<string>; bestPassage: number }>();
+    /** The best unpublished entry, if it ranks above every published one. */
+    let leading: { sourceId: string; matched: string[] } | undefined;
     for (const r of results) {
       const e = this.entries[r.id as number];
       if (!e) continue;
+      if (!e.citable) {
+        if (bySource.size === 0 && !leading) leading = { sourceId: e.sourceId, matched: r.queryTerms.filter((q) => r.terms.includes(q)) };
+        continue;
+      }
       let agg = bySource.get(e.sourceId);
       if (!agg) {
         if (bySource.size >= Math.max(limit, 1) * 4) continue; // enough sources collected
@@ -334,6 +367,8 @@ export class KnowledgeIndex {
       hits.push(hit);
     }
     hits.sort((a, b) => b.score - a.score);
-    return { hits: hits.slice(0, limit), terms };
+    const top = hits[0];
+    const unpublishedLead = leading && (!top || leading.matched.some((t) => !top.matched!.includes(t))) ? leading : undefined;
+    return { hits: hits.slice(0, limit), terms, ...(unpublishedLead ? { unpublishedLead } : {}) };
   }
 }

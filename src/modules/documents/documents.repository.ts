@@ -68,18 +68,18 @@ export const documentsRepository = {
     return Number(r.numDeletedRows) > 0;
   },
   /** What the assistant may use: active documents only (those changed since a time, for incremental refresh). */
-  listActive(db: Conn, accountId: string, changedSince = 0) {
+  /** Every document with its status, for the assistant's index (changed since a time, if given). */
+  listForIndex(db: Conn, accountId: string, changedSince = 0) {
     return db
       .selectFrom('documents')
-      .select(['id', 'title', 'content', 'updated_at'])
+      .select(['id', 'title', 'content', 'status', 'updated_at'])
       .where('account_id', '=', accountId)
-      .where('status', '=', 'active')
       .where('updated_at', '>=', changedSince)
       // A fixed order makes the index, and so ties between equally good sources, the same on both databases.
       .orderBy('id')
       .execute();
   },
-  activeIds(db: Conn, accountId: string) {
-    return db.selectFrom('documents').select('id').where('account_id', '=', accountId).where('status', '=', 'active').execute();
+  ids(db: Conn, accountId: string) {
+    return db.selectFrom('documents').select('id').where('account_id', '=', accountId).execute();
   },
 };

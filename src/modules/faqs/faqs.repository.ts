@@ -30,18 +30,18 @@ export const faqsRepository = {
     return Number(r.numDeletedRows) > 0;
   },
   /** What the assistant may use: approved FAQs only (those changed since a time, for incremental refresh). */
-  listApproved(db: Conn, accountId: string, changedSince = 0) {
+  /** Every FAQ with its status, for the assistant's index (changed since a time, if given). */
+  listForIndex(db: Conn, accountId: string, changedSince = 0) {
     return db
       .selectFrom('faqs')
-      .select(['id', 'question', 'answer', 'category', 'updated_at'])
+      .select(['id', 'question', 'answer', 'category', 'status', 'updated_at'])
       .where('account_id', '=', accountId)
-      .where('status', '=', 'approved')
       .where('updated_at', '>=', changedSince)
       // A fixed order makes the index, and so ties between equally good sources, the same on both databases.
       .orderBy('id')
       .execute();
   },
-  approvedIds(db: Conn, accountId: string) {
-    return db.selectFrom('faqs').select('id').where('account_id', '=', accountId).where('status', '=', 'approved').execute();
+  ids(db: Conn, accountId: string) {
+    return db.selectFrom('faqs').select('id').where('account_id', '=', accountId).execute();
   },
 };

@@ -5,7 +5,7 @@ import { answer, confidenceOf, decide, decisionFeatures, DEFAULT_MIN_CONFIDENCE,
 import { detectHandoff } from '../../../src/modules/assistant/intent.js';
 import { isEverydayStem, stem } from '../../../src/modules/assistant/text.js';
 import { HELDOUT_DIRS, loadSet } from '../../../bench/eval/kbset.js';
-import { DOCS, FAQS } from './fixtures.js';
+import { DOCS, FAQS, GIFT_WRAP_DRAFT } from './fixtures.js';
 
 const index = KnowledgeIndex.build(DOCS, FAQS);
 
@@ -39,19 +39,21 @@ test('decision features describe the best hit and the query', () => {
   assert.equal(f.coverage, r.hits[0]!.coverage);
   assert.ok(f.unknownShare > 0 && f.unknownShare < 1, `unknownShare ${f.unknownShare}`);
   assert.ok(f.runnerUpRatio >= 0 && f.runnerUpRatio <= 1);
-  assert.deepEqual(decisionFeatures([], r.terms), { coverage: 0, passageCoverage: 0, unknownShare: 1, runnerUpRatio: 0 });
+  assert.deepEqual(decisionFeatures([], r.terms), { coverage: 0, passageCoverage: 0, unknownShare: 1, runnerUpRatio: 0, unpublishedLead: 0 });
+  assert.equal(f.unpublishedLead, 0);
 });
 
 test('confidence rises with coverage and falls with unknown topical words and close runners-up', () => {
-  const base: DecisionFeatures = { coverage: 0.6, passageCoverage: 0.6, unknownShare: 0.2, runnerUpRatio: 0.5 };
+  const base: DecisionFeatures = { coverage: 0.6, passageCoverage: 0.6, unknownShare: 0.2, runnerUpRatio: 0.5, unpublishedLead: 0 };
   const c = confidenceOf(base);
   assert.ok(c > 0 && c < 1);
   assert.ok(confidenceOf({ ...base, coverage: 0.9, passageCoverage: 0.9 }) > c);
   assert.ok(confidenceOf({ ...base, unknownShare: 0.6 }) < c);
   assert.ok(confidenceOf({ ...base, runnerUpRatio: 0.95 }) < c);
+  assert.ok(confidenceOf({ ...base, unpublishedLead: 1 }) < c);
   // a full match of a question with no unknown words is answered; a mostly-unknown one is not
-  assert.ok(confidenceOf({ coverage: 1, passageCoverage: 1, unknownShare: 0, runnerUpRatio: 0.5 }) >= DEFAULT_MIN_CONFIDENCE);
-  assert.ok(confidenceOf({ coverage: 0.2, passageCoverage: 0.2, unknownShare: 0.8, runnerUpRatio: 0.5 }) < DEFAULT_MIN_CONFIDENCE);
+  assert.ok(confidenceOf({ coverage: 1, passageCoverage: 1, unknownShare: 0, runnerUpRatio: 0.5, unpublishedLead: 0 }) >= DEFAULT_MIN_CONFIDENCE);
+  assert.ok(confidenceOf({ coverage: 0.2, passageCoverage: 0.2, unknownShare: 0.8, runnerUpRatio: 0.5, unpublishedLead: 0 }) < DEFAULT_MIN_CONFIDENCE);
 });
 
 test('an on-topic question about something the KB never mentions is not answered', () => {
@@ -61,6 +63,22 @@ test('an on-topic question about something the KB never mentions is not answered
   const d = decide(index, 'can I pay for express shipping with bitcoin or dogecoin?')!;
   assert.ok(d.features.unknownShare > 0.3);
   assert.equal(answer(index, 'can I pay for express shipping with bitcoin or dogecoin?').kind, 'no_answer');
+});
+
+test('a question about an unpublished topic is not answered from the nearest published article', () => {
+  const q = 'can you gift wrap my order and add a card?';
+  // Without the draft, the nearest published source gets the question (the gift-card FAQ: wrong, but on-topic words)
+  assert.equal(answer(index, q).kind, 'answer');
+  const withDraft = KnowledgeIndex.build([...DOCS, GIFT_WRAP_DRAFT], FAQS);
+  const d = decide(withDraft, q)!;
+  assert.equal(d.features.unpublishedLead, 1);
+  const a = answer(withDraft, q);
+  assert.equal(a.kind, 'no_answer');
+  assert.deepEqual(a.sources, []);
+  // Published questions keep their answers beside the draft
+  const ship = answer(withDraft, 'how much does standard shipping cost?');
+  assert.equal(ship.kind, 'answer');
+  assert.equal(ship.sources[0], 'doc-shipping');
 });
 
 // Regression floor on the held-out sets (bench/eval/heldout), which the model was fitted on:

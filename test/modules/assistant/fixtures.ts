@@ -32,3 +32,11 @@ export const FAQS: KnowledgeFaq[] = [
   { id: 'faq-gift', question: 'Do you sell gift cards?', answer: 'Yes, e-gift cards from £10 to £100, delivered by email. They never expire.', category: 'payments' },
   { id: 'faq-caffeine', question: 'Which teas are caffeine free?', answer: 'All our herbal and rooibos blends are naturally caffeine free.', category: 'products' },
 ];
+
+/** An unpublished document (a draft): indexed as evidence of an unpublished topic, never cited. */
+export const GIFT_WRAP_DRAFT: KnowledgeDoc = {
+  id: 'doc-wrap',
+  title: 'Gift wrapping (coming soon)',
+  content: 'From December we will gift wrap any order in recycled paper with a handwritten card, for £2.50 per parcel.',
+  citable: false,
+};

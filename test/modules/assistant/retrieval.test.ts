@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KnowledgeIndex, splitPassages } from '../../../src/modules/assistant/retrieval.js';
 import { answer, isNoAnswerText } from '../../../src/modules/assistant/answerer.js';
-import { DOCS, FAQS } from './fixtures.js';
+import { stem } from '../../../src/modules/assistant/text.js';
+import { DOCS, FAQS, GIFT_WRAP_DRAFT } from './fixtures.js';
 
 const index = KnowledgeIndex.build(DOCS, FAQS);
 
@@ -108,4 +109,38 @@ test('a place the knowledge base never names carries no weight; a country also s
   assert.ok(!kb.analyzeQuery('can I have turkey instead').some((t) => t.term === kb.analyzeQuery('international')[0]!.term));
   // a topical word the KB never uses still counts against an answer
   assert.ok(kb.analyzeQuery('do you sell insurance').find((t) => t.term.startsWith('insur'))!.idf > 0);
+});
+
+test('unpublished entries are never hits, but say when they lead', () => {
+  const idx = KnowledgeIndex.build([...DOCS, GIFT_WRAP_DRAFT], FAQS);
+  for (const q of ['gift wrap', 'gift wrapping recycled paper handwritten card', 'coming soon December', 'shipping parcel']) {
+    assert.ok(!idx.search(q, 10).some((h) => h.sourceId === GIFT_WRAP_DRAFT.id), q);
+  }
+  const r = idx.searchDetailed('can you gift wrap my order and add a card?', 6);
+  assert.equal(r.unpublishedLead?.sourceId, GIFT_WRAP_DRAFT.id);
+  assert.ok(r.unpublishedLead.matched.includes(stem('wrap')));
+  // A term only the draft uses is unknown to the published side
+  assert.equal(r.terms.find((t) => t.term === stem('wrap'))?.known, false);
+});
+
+test('a draft revision of a published article does not count as an unpublished topic', () => {
+  const shipping = DOCS.find((d) => d.id === 'doc-shipping')!;
+  const idx = KnowledgeIndex.build([...DOCS, { ...shipping, id: 'doc-shipping-v2', citable: false }], FAQS);
+  const r = idx.searchDetailed('how much does standard shipping cost?', 6);
+  assert.equal(r.unpublishedLead, undefined);
+  assert.equal(r.hits[0]?.sourceId, 'doc-shipping');
+});
+
+test('an entry that changes status is re-indexed with it', () => {
+  const idx = KnowledgeIndex.build(DOCS, FAQS);
+  idx.upsertDocument(GIFT_WRAP_DRAFT);
+  assert.equal(idx.searchDetailed('gift wrap my order', 6).unpublishedLead?.sourceId, GIFT_WRAP_DRAFT.id);
+  idx.upsertDocument({ ...GIFT_WRAP_DRAFT, citable: true });
+  const r = idx.searchDetailed('gift wrap my order', 6);
+  assert.equal(r.unpublishedLead, undefined);
+  assert.equal(r.hits[0]?.sourceId, GIFT_WRAP_DRAFT.id);
+  assert.equal(r.terms.find((t) => t.term === stem('wrap'))?.known, true);
+  idx.upsertDocument(GIFT_WRAP_DRAFT);
+  assert.ok(!idx.search('gift wrap my order', 6).some((h) => h.sourceId === GIFT_WRAP_DRAFT.id));
+  assert.equal(idx.searchDetailed('gift wrap my order', 6).terms.find((t) => t.term === stem('wrap'))?.known, false);
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
+import { DOCS, FAQS, GIFT_WRAP_DRAFT } from '../assistant/fixtures.js';
 
 for (const dialect of DIALECTS) {
   describe(`assistant sees knowledge changes on the next message (${dialect})`, () => {
@@ -47,6 +48,24 @@ for (const dialect of DIALECTS) {
       await t.request('DELETE', `/v1/documents/${docId}`, { key });
       const gone = await ask('can I descale the espresso machine with vinegar');
       assert.ok(!gone.sources.includes(faqId) && !gone.sources.includes(docId), 'deleted sources are never cited');
+    });
+
+    test('a draft on the topic of a question keeps the assistant from answering it from another article', async () => {
+      for (const d of DOCS) await t.request('POST', '/v1/documents', { key, body: { title: d.title, content: d.content } });
+      for (const f of FAQS) await t.request('POST', '/v1/faqs', { key, body: { question: f.question, answer: f.answer, category: f.category } });
+      const question = 'can you gift wrap my order and add a card?';
+      assert.ok((await ask(question)).sources.length > 0, 'answered from the nearest published source without the draft');
+
+      const draft = await t.request('POST', '/v1/documents', {
+        key,
+        body: { title: GIFT_WRAP_DRAFT.title, content: GIFT_WRAP_DRAFT.content, status: 'draft' },
+      });
+      const abstained = await ask(question);
+      assert.deepEqual(abstained.sources, []);
+      assert.match(abstained.content, /don't know/);
+
+      await t.request('PUT', `/v1/documents/${draft.body.data.id}`, { key, body: { status: 'active' } });
+      assert.deepEqual((await ask(question)).sources.slice(0, 1), [draft.body.data.id], 'published, it is the answer');
     });
   });
 }
