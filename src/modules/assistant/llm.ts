@@ -115,17 +115,28 @@ export class OpenAiCompatibleProvider implements AnswerProvider {
   }
 }
 
+/**
+ * Below the answer threshold, questions down to this confidence still go to the provider, which reads the
+ * passages and decides: it answers only by citing one (otherwise the default answerer abstains as usual). The
+ * lexical model cannot tell a low-overlap paraphrase from an unanswerable look-alike; a language model can, so an
+ * operator who configures one gets that judgement where it matters. Lower than this, retrieval found nothing
+ * worth a model call.
+ */
+export const LLM_REVIEW_FLOOR = 0.15;
+
 export interface FallbackOptions extends AnswerOptions {
   signal?: AbortSignal;
+  /** Lowest confidence at which the provider is asked (default {@link LLM_REVIEW_FLOOR}). */
+  reviewFloor?: number;
   /** Called when the provider was not used (for logging/metrics). */
   onFallback?: (reason: string, err?: unknown) => void;
 }
 
 /**
- * Answer with the provider when retrieval is confident enough; on any failure,
- * timeout, or a reply that cites none of the given passages, return the
- * default answerer's reply. Handoff, small talk and low-confidence questions
- * never reach the provider (the default answerer handles them).
+ * Answer with the provider when retrieval found something worth reading (confidence at least the review floor);
+ * on any failure, timeout, or a reply that cites none of the given passages, return the default answerer's reply
+ * — which, below the answer threshold, is "I don't know". Handoff, small talk and questions below the floor never
+ * reach the provider.
  */
 export async function answerWithFallback(
   index: KnowledgeIndex,
@@ -140,7 +151,8 @@ export async function answerWithFallback(
   if (!provider) return fallback('no provider');
   if (detectHandoff(question) || smallTalkKind(question)) return fallback('not a knowledge question');
   const d = decide(index, question, opts);
-  if (!d || d.confidence < (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE)) return fallback('low confidence');
+  const floor = Math.min(opts.reviewFloor ?? LLM_REVIEW_FLOOR, opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE);
+  if (!d || d.confidence < floor) return fallback('low confidence');
   const passages = d.hits.slice(0, 5);
   try {
     const out = await provider.answer(

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
-import { answer } from '../../../src/modules/assistant/answerer.js';
-import { answerWithFallback, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
+import { answer, decide, DEFAULT_MIN_CONFIDENCE } from '../../../src/modules/assistant/answerer.js';
+import { answerWithFallback, LLM_REVIEW_FLOOR, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
 import { DOCS, FAQS } from './fixtures.js';
 
 const index = KnowledgeIndex.build(DOCS, FAQS);
@@ -118,7 +118,37 @@ test('connection refused falls back', async () => {
   assert.deepEqual(a.sources, answer(index, QUESTION).sources);
 });
 
-test('low-confidence questions and handoffs never reach the provider', async () => {
+test('borderline questions go to the provider, which answers only by citing a passage', async () => {
+  // Below the answer threshold (raised for the test), above the review floor: the default answerer alone abstains
+  const q = 'can you gift wrap my order and add a card?';
+  const c = decide(index, q)!.confidence;
+  assert.ok(c >= LLM_REVIEW_FLOOR && c < 0.99 && LLM_REVIEW_FLOOR < DEFAULT_MIN_CONFIDENCE, `confidence ${c}`);
+  assert.equal(answer(index, q, { minConfidence: 0.99 }).kind, 'no_answer');
+  const questions: string[] = [];
+  const citing: AnswerProvider = {
+    async answer(input) {
+      questions.push(input.question);
+      return { content: 'We sell e-gift cards from £10.', sources: ['faq-gift'] };
+    },
+  };
+  const a = await answerWithFallback(index, citing, q, { minConfidence: 0.99 });
+  assert.deepEqual(questions, [q]);
+  assert.equal(a.provider, 'llm');
+  assert.equal(a.kind, 'answer');
+  assert.deepEqual(a.sources, ['faq-gift']);
+  // The provider read the passages and found no answer: the customer gets "I don't know", not the nearest passage
+  const declining: AnswerProvider = { async answer() { return { content: "I don't know.", sources: [] }; } };
+  const n = await answerWithFallback(index, declining, q, { minConfidence: 0.99 });
+  assert.equal(n.provider, 'default');
+  assert.equal(n.kind, 'no_answer');
+  assert.deepEqual(n.sources, []);
+  // A floor above the question's confidence keeps it from the provider
+  const skipped = await answerWithFallback(index, citing, q, { minConfidence: 0.99, reviewFloor: 0.98 });
+  assert.equal(skipped.kind, 'no_answer');
+  assert.equal(questions.length, 1);
+});
+
+test('questions below the review floor and handoffs never reach the provider', async () => {
   let calls = 0;
   const spy: AnswerProvider = {
     async answer() {
