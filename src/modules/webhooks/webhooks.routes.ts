@@ -70,11 +70,8 @@ export const webhooksRoutes =
         body: TestWebhookBody,
         response: responses(200, DeliveryDetail, [404]),
       },
-      // The body is optional: a bodiless POST (no Content-Type) counts as {}.
-      preValidation: async (req) => {
-        if (req.body === undefined || req.body === null) (req as { body: unknown }).body = {};
-      },
-      handler: async (req) => ({ success: true as const, data: await svc.test(req.auth.accountId, req.params.id, req.body?.message) }),
+      // A bodiless POST counts as {} (registerOptionalBody: every field of the body is optional).
+      handler: async (req) => ({ success: true as const, data: await svc.test(req.auth.accountId, req.params.id, req.body.message) }),
     });
 
     app.get('/webhooks/:id/deliveries', {

@@ -59,6 +59,13 @@ for (const dialect of DIALECTS) {
       // bodiless POST works too
       const r2 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
       assert.equal(r2.status, 200);
+      // JSON null is not an object, here as on every other route
+      const r3 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: 'null' });
+      assert.equal(r3.status, 400);
+      const e3 = (await r3.json()) as { success: boolean; error: { code: string; message: string } };
+      assert.equal(e3.success, false);
+      assert.equal(e3.error.code, 'INVALID_REQUEST');
+      assert.match(e3.error.message, /body/);
     });
 
     test('an event emitted inside a transaction reaches the receiver signed, once, fast', async () => {
