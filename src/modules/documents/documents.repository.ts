@@ -67,7 +67,6 @@ export const documentsRepository = {
     const r = await db.deleteFrom('documents').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   },
-  /** What the assistant may use: active documents only (those changed since a time, for incremental refresh). */
   /** Every document with its status, for the assistant's index (changed since a time, if given). */
   listForIndex(db: Conn, accountId: string, changedSince = 0) {
     return db

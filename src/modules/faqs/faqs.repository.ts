@@ -29,7 +29,6 @@ export const faqsRepository = {
     const r = await db.deleteFrom('faqs').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   },
-  /** What the assistant may use: approved FAQs only (those changed since a time, for incremental refresh). */
   /** Every FAQ with its status, for the assistant's index (changed since a time, if given). */
   listForIndex(db: Conn, accountId: string, changedSince = 0) {
     return db
