@@ -17,6 +17,7 @@ import { conversationsRoutes } from './modules/conversations/conversations.route
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
+import { workflowsRoutes } from './modules/workflows/workflows.routes.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -134,6 +135,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       await v1.register(conversationsRoutes(ctx));
       await v1.register(analyticsRoutes(ctx));
       await v1.register(webhooksRoutes(ctx));
+      await v1.register(workflowsRoutes(ctx));
     },
     { prefix: '/v1' },
   );

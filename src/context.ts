@@ -18,6 +18,7 @@ import { createDeliveryEngine } from './modules/webhooks/delivery.js';
 import { createEventBus } from './modules/webhooks/events.js';
 import { createUndiciSender } from './modules/webhooks/sender.js';
 import { createFanout, createWebhooksService } from './modules/webhooks/webhooks.service.js';
+import { createWorkflowsService } from './modules/workflows/workflows.service.js';
 
 /** Everything a route or job needs, built once per process (or per test) from config, database and clock. */
 export function createContext(config: Config, database: Database, clock: Clock, log: Logger = silentLogger) {
@@ -50,15 +51,17 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const assistant = createAssistantService(db, config, { log: (msg, err) => log.warn({ err }, msg) });
   // Concurrent document writes share SQLite commits (one transaction per job on PostgreSQL).
   const writes = createGroupCommit(db, database.dialect);
+  const workflows = createWorkflowsService(db, clock, events);
   const services = {
     accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock, writes),
     faqs: createFaqsService(db, clock),
     assistant,
-    chat: createChatService({ db, clock, events, assistant }),
+    chat: createChatService({ db, clock, events, assistant, workflows }),
     conversations: createConversationsService(db),
     analytics: createAnalyticsService(db, database.dialect),
     webhooks: createWebhooksService(db, clock, config, deliveries),
+    workflows,
   };
   return { config, database, db, clock, log, events, deliveries, services };
 }

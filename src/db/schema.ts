@@ -152,6 +152,30 @@ export interface DeliveryAttemptsTable {
   worker: string;
 }
 
+export interface WorkflowsTable {
+  id: string;
+  account_id: string;
+  slug: string;
+  name: string;
+  /** JSON array of trigger phrases. */
+  triggers: string;
+  /** JSON array of `{key, type, pattern?}`. */
+  fields: string;
+  reply: string | null;
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WorkflowRunsTable {
+  workflow_id: string;
+  conversation_id: string;
+  account_id: string;
+  /** JSON object: the fields found in the conversation when the workflow fired. */
+  extracted: string;
+  created_at: number;
+}
+
 export interface DB {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -163,4 +187,6 @@ export interface DB {
   webhooks: WebhooksTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  workflows: WorkflowsTable;
+  workflow_runs: WorkflowRunsTable;
 }

@@ -9,6 +9,7 @@ import { detectHandoff } from '../assistant/intent.js';
 import { STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
+import type { WorkflowsService } from '../workflows/workflows.service.js';
 import { chatRepository as repo } from './chat.repository.js';
 import { MAX_METADATA_BYTES, type ContactBody, type EscalateBody, type StartConversationBody } from './chat.schemas.js';
 
@@ -38,8 +39,8 @@ function countOf(items: string[]) {
 /** The most frequent key, ties broken alphabetically so the choice is stable; null when empty. */
 const mostFrequent = (counts: Map<string, number>) => [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
 
-export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService }) {
-  const { db, clock, events, assistant } = deps;
+export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
+  const { db, clock, events, assistant, workflows } = deps;
 
   async function load(conn: Conn, accountId: string, id: string) {
     const c = await repo.find(conn, accountId, id);
@@ -202,7 +203,12 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     async send(accountId: string, id: string, content: string) {
       if (content.trim() === '') throw invalidRequest('body.content must not be blank');
       // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
-      const [c, settings, transcript] = await Promise.all([load(db, accountId, id), assistant.settings(accountId), repo.messages(db, accountId, id)]);
+      const [c, settings, transcript, triggered] = await Promise.all([
+        load(db, accountId, id),
+        assistant.settings(accountId),
+        repo.messages(db, accountId, id),
+        workflows.matching(accountId, content),
+      ]);
       if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
       const history = transcript.slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
 
@@ -210,9 +216,13 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       let escalateWith: string | null = null;
       let contactEmail: string | null = null;
       const alreadyEscalated = c.escalated_at !== null;
+      // A workflow that has its own reply answers the message in place of the knowledge base.
+      const workflowReply = triggered.find((w) => w.reply !== null)?.reply ?? null;
       if (detectHandoff(content)) {
         reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
         if (!alreadyEscalated) escalateWith = 'customer_request';
+      } else if (workflowReply !== null) {
+        reply = { kind: 'answer', content: workflowReply, sources: [], confidence: 1, topics: [] };
       } else {
         reply = await assistant.reply(accountId, content, history, settings);
         if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
@@ -241,7 +251,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         const at = Math.max(clock.now(), c.last_message_at);
         const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
         const assistantMsg = assistantMessage(accountId, id, text, sources, at);
-        const answered = sources.length > 0;
+        // A workflow's reply handles the message as an answer from the knowledge base does.
+        const answered = sources.length > 0 || (reply.kind === 'answer' && !escalating && !contactEmail);
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,
@@ -251,6 +262,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
         await repo.insertMessages(trx, [customerMsg, assistantMsg]);
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
+        const customerTexts = [...transcript.filter((m) => m.role === 'customer').map((m) => m.content), content];
+        await workflows.fire(trx, fresh, triggered, customerTexts, at);
         if (escalateWith) await escalateIn(trx, fresh, escalateWith, at);
         if (contactEmail) await submitContact(trx, fresh, { email: contactEmail });
         return { messages: [toMessage(customerMsg), toMessage(assistantMsg)] };

@@ -1,0 +1,165 @@
+/**
+ * Trigger matching and field extraction for workflows. Pure and synchronous.
+ *
+ * A trigger phrase matches a customer message when every content word of the phrase occurs in the message,
+ * in any order, after the assistant's own analysis (stems, synonyms, stopwords dropped): "book a demo" matches
+ * "could I book a product demo?" and "booking demos". A phrase made only of stopwords ("I want to") is matched
+ * as normalised words in sequence instead.
+ *
+ * Fields are looked for in the customer's messages, newest first (the latest value wins):
+ * - a labelled value — the key's words ("orderNumber" → "order number") followed by the value, optionally
+ *   with "is", ":", "=", "#" or "-" between, or for numbers preceding it ("12 seats") — for every type but
+ *   pattern; a text value runs to the end of its clause (punctuation, "and", "but", "with"…, 80 characters);
+ * - unlabelled, by shape: the first email address, the first phone number (7–15 digits), the first match of a
+ *   `pattern` field (its first capture group, else the whole match); a number only when the conversation
+ *   holds exactly one, since "2 wheels, order 58213" says nothing about which is meant; `text` never (it has
+ *   no shape);
+ * - an email field falls back to the email the conversation already knows (given at start or as contact).
+ */
+import { analyze, normalize } from '../assistant/text.js';
+import type { Field } from './workflows.schemas.js';
+
+export interface CompiledTrigger {
+  /** Analysed terms that must all occur in the message; empty for a phrase of stopwords only. */
+  terms: string[];
+  /** Normalised phrase, for stopword-only phrases. */
+  phrase: string;
+}
+
+const EMAIL = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
+const PHONE = /(?:\+?\d[\d\s().-]{5,20}\d)/;
+const NUMBER = /-?\d+(?:[.,]\d+)*/;
+/** Customer text is cut to this before a pattern runs on it: owner patterns meet untrusted input. */
+const MAX_SCAN_CHARS = 1_000;
+
+const plainWords = (s: string) => normalize(s).replace(/[^a-z0-9]+/g, ' ').trim();
+
+export function compileTrigger(phrase: string): CompiledTrigger {
+  return { terms: [...new Set(analyze(phrase))], phrase: plainWords(phrase) };
+}
+
+/** The analysed form of a message, computed once and shared by every trigger of every workflow. */
+export function analyseMessage(content: string): { terms: Set<string>; plain: string } {
+  return { terms: new Set(analyze(content)), plain: ` ${plainWords(content)} ` };
+}
+
+export function matchesTrigger(message: { terms: Set<string>; plain: string }, trigger: CompiledTrigger): boolean {
+  if (trigger.terms.length > 0) return trigger.terms.every((t) => message.terms.has(t));
+  return trigger.phrase.length > 0 && message.plain.includes(` ${trigger.phrase} `);
+}
+
+/**
+ * Refuses patterns that do not compile, and the usual shapes of catastrophic backtracking (a quantified group
+ * that itself contains a quantifier, back-references): a pattern runs on every message of the account's
+ * customers, so one slow pattern would stall the node. Returns the reason, or null when the pattern is fine.
+ */
+export function patternProblem(pattern: string): string | null {
+  try {
+    new RegExp(pattern, 'i');
+  } catch {
+    return 'is not a valid regular expression';
+  }
+  if (/\\[1-9]|\\k</.test(pattern)) return 'must not use back-references';
+  // A group containing + * or {n,} and itself followed by a quantifier: (a+)+, (\w*)*, (x{2,})+ …
+  if (/\((?:[^()\\]|\\.)*(?:[+*]|\{\d+,\d*\})(?:[^()\\]|\\.)*\)(?:[+*?]|\{\d+,?\d*\})/.test(pattern)) {
+    return 'must not nest quantifiers (for example (a+)+), which can take exponential time';
+  }
+  return null;
+}
+
+function labelOf(key: string): string {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/_/g, ' ')
+    .toLowerCase()
+    .trim()
+    .split(/\s+/)
+    .map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[\\s_-]*');
+}
+
+/** "seats: 12", "company is Acme"; for numbers also "12 seats" (English puts a count before its noun). */
+function labelRegexes(field: Field): RegExp[] {
+  if (field.type === 'pattern') return [];
+  const label = labelOf(field.key);
+  const value = SHAPE[field.type];
+  const after = new RegExp(`\\b${label}\\b\\s*(?:is\\s+|:|=|#|-)?\\s*(${value})`, 'i');
+  return field.type === 'number' ? [after, new RegExp(`(${value})\\s*${label}\\b`, 'i')] : [after];
+}
+
+const SHAPE: Record<Exclude<Field['type'], 'pattern'>, string> = {
+  email: EMAIL.source,
+  phone: PHONE.source,
+  number: NUMBER.source,
+  // Up to the end of the clause: punctuation or a joining word ("Acme Ltd and we need…" → "Acme Ltd").
+  text: "(?:(?!\\s(?:and|but|so|because|which|who|with)\\b)[^,.;!?\\n]){1,80}?(?=\\s*(?:[,.;!?\\n]|\\s(?:and|but|so|because|which|who|with)\\b|$))",
+};
+
+function typed(field: Field, raw: string): string | number {
+  const v = raw.trim();
+  if (field.type === 'number') {
+    const n = Number(v.replace(/,(?=\d{3}\b)/g, '').replace(',', '.'));
+    return Number.isFinite(n) ? n : v;
+  }
+  return v;
+}
+
+/** The fields found in the conversation (absent fields are left out). `customerTexts` are oldest first. */
+export function extractFields(fields: readonly Field[], customerTexts: readonly string[], knownEmail: string | null): Record<string, string | number> {
+  const texts = [...customerTexts].reverse().map((t) => t.slice(0, MAX_SCAN_CHARS));
+  const out: Record<string, string | number> = {};
+  for (const field of fields) {
+    const value = field.type === 'pattern' ? byPattern(field.pattern ?? '', texts) : (labelled(field, texts) ?? unlabelled(field, texts, knownEmail));
+    if (value !== undefined && value !== '') out[field.key] = typed(field, value);
+  }
+  return out;
+}
+
+function labelled(field: Field, texts: string[]): string | undefined {
+  const res = labelRegexes(field);
+  for (const t of texts) {
+    for (const re of res) {
+      const m = re.exec(t);
+      if (m?.[1]) return m[1];
+    }
+  }
+  return undefined;
+}
+
+function unlabelled(field: Field, texts: string[], knownEmail: string | null): string | undefined {
+  switch (field.type) {
+    case 'email':
+      return first(EMAIL, texts) ?? knownEmail ?? undefined;
+    case 'phone': {
+      for (const t of texts) {
+        const m = PHONE.exec(t)?.[0];
+        const digits = m?.replace(/\D/g, '').length ?? 0;
+        if (m && digits >= 7 && digits <= 15) return m;
+      }
+      return undefined;
+    }
+    case 'number': {
+      const all = texts.flatMap((t) => t.match(new RegExp(NUMBER.source, 'g')) ?? []);
+      return all.length === 1 ? all[0] : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function byPattern(pattern: string, texts: string[]): string | undefined {
+  const re = new RegExp(pattern, 'i');
+  for (const t of texts) {
+    const m = re.exec(t);
+    if (m) return m[1] ?? m[0];
+  }
+  return undefined;
+}
+
+function first(re: RegExp, texts: string[]): string | undefined {
+  for (const t of texts) {
+    const m = re.exec(t)?.[0];
+    if (m) return m;
+  }
+  return undefined;
+}

@@ -1,0 +1,60 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB, WorkflowRunsTable, WorkflowsTable } from '../../db/schema.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+
+export const workflowsRepository = {
+  async list(db: Conn, accountId: string, f: { enabled?: boolean | undefined; limit: number; offset: number }) {
+    let q = db.selectFrom('workflows').where('account_id', '=', accountId);
+    if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
+    const [count, rows] = await Promise.all([
+      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+    ]);
+    return { rows, total: Number(count.n) };
+  },
+  find(db: Conn, accountId: string, id: string) {
+    return db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  },
+  findBySlug(db: Conn, accountId: string, slug: string) {
+    return db.selectFrom('workflows').select('id').where('account_id', '=', accountId).where('slug', '=', slug).executeTakeFirst();
+  },
+  /** What a chat message is matched against, oldest first (the first match with a reply gives the reply). */
+  enabled(db: Conn, accountId: string) {
+    return db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('enabled', '=', 1).orderBy('created_at').orderBy('id').execute();
+  },
+  insert(db: Conn, row: WorkflowsTable) {
+    return db.insertInto('workflows').values(row).execute();
+  },
+  async update(db: Conn, accountId: string, id: string, patch: Partial<Omit<WorkflowsTable, 'id' | 'account_id' | 'created_at'>>) {
+    const r = await db.updateTable('workflows').set(patch).where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+  async delete(db: Conn, accountId: string, id: string) {
+    const r = await db.deleteFrom('workflows').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0) return false;
+    await db.deleteFrom('workflow_runs').where('account_id', '=', accountId).where('workflow_id', '=', id).execute();
+    return true;
+  },
+  /** Workflows of this list that already fired in the conversation. */
+  async firedIn(db: Conn, accountId: string, conversationId: string, workflowIds: string[]) {
+    if (workflowIds.length === 0) return new Set<string>();
+    const rows = await db
+      .selectFrom('workflow_runs')
+      .select('workflow_id')
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where('workflow_id', 'in', workflowIds)
+      .execute();
+    return new Set(rows.map((r) => r.workflow_id));
+  },
+  /** False when the workflow already fired in this conversation (a concurrent message got there first). */
+  async insertRun(db: Conn, row: WorkflowRunsTable) {
+    const r = await db
+      .insertInto('workflow_runs')
+      .values(row)
+      .onConflict((oc) => oc.columns(['workflow_id', 'conversation_id']).doNothing())
+      .executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0n) > 0;
+  },
+};

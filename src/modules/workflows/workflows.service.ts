@@ -1,0 +1,183 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { DB, WorkflowsTable } from '../../db/schema.js';
+import { invalidRequest, notFound } from '../../http/errors.js';
+import { toIso, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { EventBus } from '../webhooks/events.js';
+import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem, type CompiledTrigger } from './matching.js';
+import { workflowsRepository as repo } from './workflows.repository.js';
+import type { CreateWorkflowBody, Field, ListWorkflowsQuery, UpdateWorkflowBody } from './workflows.schemas.js';
+
+type Conn = Kysely<DB> | Transaction<DB>;
+
+export const toWorkflowRecord = (r: WorkflowsTable) => ({
+  id: r.id,
+  slug: r.slug,
+  name: r.name,
+  triggers: JSON.parse(r.triggers) as string[],
+  fields: JSON.parse(r.fields) as Field[],
+  reply: r.reply,
+  enabled: r.enabled === 1,
+  createdAt: toIso(r.created_at),
+  updatedAt: toIso(r.updated_at),
+});
+
+/** A workflow a customer message matched. */
+export interface MatchedWorkflow {
+  id: string;
+  slug: string;
+  fields: Field[];
+  reply: string | null;
+}
+
+/** Rules JSON Schema cannot say: non-blank text, unique keys, patterns that are safe to run. */
+function check(body: { name?: string | undefined; triggers?: string[] | undefined; fields?: Field[] | undefined; reply?: string | null | undefined }) {
+  if (body.name !== undefined && body.name.trim() === '') throw invalidRequest('body.name must not be blank');
+  if (body.reply != null && body.reply.trim() === '') throw invalidRequest('body.reply must not be blank');
+  body.triggers?.forEach((t, i) => {
+    if (t.trim() === '') throw invalidRequest(`body.triggers/${i} must not be blank`);
+    const c = compileTrigger(t);
+    if (c.terms.length === 0 && c.phrase === '') throw invalidRequest(`body.triggers/${i} must contain a word`);
+  });
+  const keys = new Set<string>();
+  body.fields?.forEach((f, i) => {
+    if (keys.has(f.key)) throw invalidRequest(`body.fields/${i}/key "${f.key}" is used twice`);
+    keys.add(f.key);
+    if (f.type === 'pattern') {
+      if (f.pattern === undefined) throw invalidRequest(`body.fields/${i}/pattern is required when type is pattern`);
+      const problem = patternProblem(f.pattern);
+      if (problem) throw invalidRequest(`body.fields/${i}/pattern ${problem}`);
+    } else if (f.pattern !== undefined) {
+      throw invalidRequest(`body.fields/${i}/pattern is only allowed when type is pattern`);
+    }
+  });
+}
+
+export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: EventBus) {
+  // Compiled triggers per workflow version: a chat message is matched against every enabled workflow.
+  const compiled = new Map<string, CompiledTrigger[]>();
+  const triggersOf = (w: WorkflowsTable) => {
+    const key = `${w.id}:${w.updated_at}`;
+    let c = compiled.get(key);
+    if (!c) {
+      if (compiled.size >= 10_000) compiled.clear();
+      c = (JSON.parse(w.triggers) as string[]).map(compileTrigger);
+      compiled.set(key, c);
+    }
+    return c;
+  };
+
+  async function slugFree(conn: Conn, accountId: string, slug: string, self?: string) {
+    const other = await repo.findBySlug(conn, accountId, slug);
+    if (other && other.id !== self) throw invalidRequest(`body.slug "${slug}" is already used by workflow ${other.id}`);
+  }
+
+  return {
+    async list(accountId: string, q: ListWorkflowsQuery) {
+      const { rows, total } = await repo.list(db, accountId, { enabled: q.enabled, limit: q.limit, offset: q.offset });
+      return { workflows: rows.map(toWorkflowRecord), total, limit: q.limit, offset: q.offset };
+    },
+
+    async get(accountId: string, id: string) {
+      const row = await repo.find(db, accountId, id);
+      if (!row) throw notFound('workflow', id);
+      return toWorkflowRecord(row);
+    },
+
+    async create(accountId: string, body: CreateWorkflowBody) {
+      check(body);
+      const now = clock.now();
+      const row: WorkflowsTable = {
+        id: newId('wf', now),
+        account_id: accountId,
+        slug: body.slug,
+        name: body.name,
+        triggers: JSON.stringify(body.triggers),
+        fields: JSON.stringify(body.fields ?? []),
+        reply: body.reply ?? null,
+        enabled: body.enabled === false ? 0 : 1,
+        created_at: now,
+        updated_at: now,
+      };
+      await db.transaction().execute(async (trx) => {
+        // The unique index would refuse it too; checking first gives the client a message naming the field.
+        await slugFree(trx, accountId, body.slug);
+        await repo.insert(trx, row);
+      });
+      return toWorkflowRecord(row);
+    },
+
+    async update(accountId: string, id: string, body: UpdateWorkflowBody) {
+      check(body);
+      const row = await db.transaction().execute(async (trx) => {
+        const current = await repo.find(trx, accountId, id);
+        if (!current) throw notFound('workflow', id);
+        if (body.slug !== undefined) await slugFree(trx, accountId, body.slug, id);
+        const patch = {
+          ...(body.slug !== undefined ? { slug: body.slug } : {}),
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.triggers !== undefined ? { triggers: JSON.stringify(body.triggers) } : {}),
+          ...(body.fields !== undefined ? { fields: JSON.stringify(body.fields) } : {}),
+          ...(body.reply !== undefined ? { reply: body.reply } : {}),
+          ...(body.enabled !== undefined ? { enabled: body.enabled ? 1 : 0 } : {}),
+          updated_at: Math.max(clock.now(), current.updated_at + 1),
+        };
+        await repo.update(trx, accountId, id, patch);
+        return { ...current, ...patch };
+      });
+      return toWorkflowRecord(row);
+    },
+
+    async delete(accountId: string, id: string) {
+      const deleted = await db.transaction().execute((trx) => repo.delete(trx, accountId, id));
+      if (!deleted) throw notFound('workflow', id);
+      return { deleted: true };
+    },
+
+    /** The enabled workflows a customer message triggers, oldest first. A read: runs before the exchange's transaction. */
+    async matching(accountId: string, content: string): Promise<MatchedWorkflow[]> {
+      const rows = await repo.enabled(db, accountId);
+      if (rows.length === 0) return [];
+      const message = analyseMessage(content);
+      return rows
+        .filter((w) => triggersOf(w).some((t) => matchesTrigger(message, t)))
+        .map((w) => ({ id: w.id, slug: w.slug, fields: JSON.parse(w.fields) as Field[], reply: w.reply }));
+    },
+
+    /**
+     * Records the runs and emits `workflow.triggered`, inside the exchange's transaction: a workflow fires once
+     * per conversation, however often its phrase comes back. `customerTexts` are the customer's messages so far,
+     * oldest first, the triggering one included.
+     */
+    async fire(
+      trx: Conn,
+      conversation: { id: string; account_id: string; customer_id: string; customer_email: string | null },
+      matched: readonly MatchedWorkflow[],
+      customerTexts: readonly string[],
+      at: number,
+    ) {
+      if (matched.length === 0) return;
+      const already = await repo.firedIn(trx, conversation.account_id, conversation.id, matched.map((w) => w.id));
+      const fired: { kind: 'workflow.triggered'; data: Record<string, unknown> }[] = [];
+      for (const w of matched) {
+        if (already.has(w.id)) continue;
+        const extracted = extractFields(w.fields, customerTexts, conversation.customer_email);
+        const inserted = await repo.insertRun(trx, {
+          workflow_id: w.id,
+          conversation_id: conversation.id,
+          account_id: conversation.account_id,
+          extracted: JSON.stringify(extracted),
+          created_at: at,
+        });
+        if (!inserted) continue;
+        fired.push({
+          kind: 'workflow.triggered',
+          data: { workflowId: w.id, workflowSlug: w.slug, conversationId: conversation.id, customerId: conversation.customer_id, extracted },
+        });
+      }
+      await events.emitMany(trx, conversation.account_id, fired);
+    },
+  };
+}
+
+export type WorkflowsService = ReturnType<typeof createWorkflowsService>;

@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem } from '../../../src/modules/workflows/matching.js';
+
+const matches = (phrase: string, message: string) => matchesTrigger(analyseMessage(message), compileTrigger(phrase));
+
+test('a trigger matches when every content word of the phrase is in the message, stemmed, in any order', () => {
+  assert.ok(matches('book a demo', 'Could I book a demo for Tuesday?'));
+  assert.ok(matches('book a demo', 'booking demos for my team'));
+  assert.ok(matches('book a demo', 'a demo — can I book one?'));
+  assert.ok(!matches('book a demo', 'I watched the demo video'));
+  assert.ok(!matches('cancel my subscription', 'how do I pause my subscription'));
+  // synonyms of the assistant's analysis apply: "money back" is refund
+  assert.ok(matches('refund request', 'I want my money back, this is a request'));
+});
+
+test('a phrase of stopwords only is matched as words in sequence', () => {
+  const c = compileTrigger('I want to');
+  assert.deepEqual(c.terms, []);
+  assert.ok(matches('I want to', 'hello, I want to talk'));
+  assert.ok(!matches('I want to', 'to want I'));
+  assert.ok(!matches('I want to', 'I wanted to'));
+});
+
+test('labelled values are found for every type; the newest message wins', () => {
+  const fields = [
+    { key: 'company', type: 'text' as const },
+    { key: 'seats', type: 'number' as const },
+    { key: 'workEmail', type: 'email' as const },
+    { key: 'phone', type: 'phone' as const },
+  ];
+  const texts = [
+    'Hi, my company is Initech, we need 40 seats',
+    'sorry, company: Acme Ltd. Seats = 12; work email: jo@acme.test, phone +44 20 7946 0958',
+  ];
+  assert.deepEqual(extractFields(fields, texts, null), { company: 'Acme Ltd', seats: 12, workEmail: 'jo@acme.test', phone: '+44 20 7946 0958' });
+  assert.deepEqual(extractFields(fields, texts.slice(0, 1), null), { company: 'Initech', seats: 40 }, 'a count before its noun');
+  assert.deepEqual(extractFields([{ key: 'company', type: 'text' }], ['my company is Acme Widgets International and we need help'], null), { company: 'Acme Widgets International' });
+  assert.deepEqual(extractFields([{ key: 'seats', type: 'number' }], ['order 58213: we need 12 seats'], null), { seats: 12 });
+});
+
+test('unlabelled values are taken by shape, and only when unambiguous for numbers', () => {
+  const email = { key: 'email', type: 'email' as const };
+  const phone = { key: 'callback', type: 'phone' as const };
+  const qty = { key: 'quantity', type: 'number' as const };
+  const name = { key: 'name', type: 'text' as const };
+  assert.deepEqual(extractFields([email, phone], ['reach me on jo@example.org or 020 7946 0958'], null), { email: 'jo@example.org', callback: '020 7946 0958' });
+  assert.deepEqual(extractFields([qty], ['I need 3 of them'], null), { quantity: 3 });
+  assert.deepEqual(extractFields([qty], ['2 wheels and order 58213'], null), {}, 'two numbers: which one is meant is unknown');
+  assert.deepEqual(extractFields([name], ['Jo Bloggs here'], null), {}, 'text has no shape');
+  assert.deepEqual(extractFields([phone], ['call me at 12345'], null), {}, 'too few digits for a phone number');
+  // the conversation's known email is the last resort
+  assert.deepEqual(extractFields([email], ['no address here'], 'known@example.org'), { email: 'known@example.org' });
+  assert.deepEqual(extractFields([email], ['use new@example.org'], 'known@example.org'), { email: 'new@example.org' });
+});
+
+test('pattern fields take their first capture group, else the whole match', () => {
+  assert.deepEqual(extractFields([{ key: 'order', type: 'pattern', pattern: 'ORD-(\\d{4,})' }], ['about ord-58213 please'], null), { order: '58213' });
+  assert.deepEqual(extractFields([{ key: 'sku', type: 'pattern', pattern: '[A-Z]{2}\\d{3}' }], ['sku ab123'], null), { sku: 'ab123' });
+  assert.deepEqual(extractFields([{ key: 'sku', type: 'pattern', pattern: '[A-Z]{2}\\d{3}' }], ['nothing'], null), {});
+});
+
+test('unsafe or broken patterns are refused with the reason', () => {
+  assert.equal(patternProblem('ORD-(\\d+)'), null);
+  assert.equal(patternProblem('[A-Z]{2}\\d{3,6}'), null);
+  assert.match(patternProblem('(')!, /not a valid regular expression/);
+  assert.match(patternProblem('(a+)+$')!, /nest quantifiers/);
+  assert.match(patternProblem('(\\w*)*x')!, /nest quantifiers/);
+  assert.match(patternProblem('(x{2,})+')!, /nest quantifiers/);
+  assert.match(patternProblem('(a)\\1')!, /back-references/);
+});
+
+test('customer text is cut before a pattern runs on it', () => {
+  const long = `${'x'.repeat(1_000)} ORD-1234`;
+  assert.deepEqual(extractFields([{ key: 'order', type: 'pattern', pattern: 'ORD-(\\d+)' }], [long], null), {});
+});
