@@ -35,6 +35,11 @@ const ROUTES = [
   ['get', '/webhooks/{id}/deliveries', '200', true],
   ['get', '/webhooks/{id}/deliveries/{deliveryId}', '200', true],
   ['post', '/webhooks/{id}/deliveries/{deliveryId}/retry', '200', true],
+  ['get', '/workflows', '200', false],
+  ['post', '/workflows', '201', false],
+  ['get', '/workflows/{id}', '200', true],
+  ['put', '/workflows/{id}', '200', true],
+  ['delete', '/workflows/{id}', '200', true],
 ] as const;
 
 function resolvePointer(doc: any, ref: string) {
