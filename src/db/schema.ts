@@ -152,6 +152,20 @@ export interface DeliveryAttemptsTable {
   worker: string;
 }
 
+/** A digest of [from_ts, to_ts) for one account (src/modules/rundowns). */
+export interface RundownsTable {
+  id: string;
+  account_id: string;
+  trigger: 'schedule' | 'manual';
+  from_ts: number;
+  to_ts: number;
+  /** JSON object: the headline figures (what rundown.generated carries). */
+  figures: string;
+  /** JSON object: topTopics, unanswered and suggestedFaqs. */
+  body: string;
+  created_at: number;
+}
+
 export interface DB {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -163,4 +177,5 @@ export interface DB {
   webhooks: WebhooksTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  rundowns: RundownsTable;
 }

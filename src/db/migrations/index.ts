@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_conversation_figures.js';
 import * as m0003 from './0003_webhooks.js';
+import * as m0005 from './0005_rundowns.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_conversation_figures': m0002,
   '0003_webhooks': m0003,
+  '0005_rundowns': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {
