@@ -22,6 +22,11 @@ const TOP_UNANSWERED = 10;
 const SUGGEST_AT_COUNT = 2;
 const MAX_FAQ_QUESTION = 1_000;
 export const SUGGESTED_CATEGORY = 'suggested';
+/**
+ * Kept short and plain: the assistant indexes pending FAQs (answer included) as evidence of unpublished
+ * topics, so every word here could make it hold back on an unrelated question that happens to use it.
+ */
+export const PLACEHOLDER_ANSWER = 'Write the answer to this question here, then approve this FAQ.';
 const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 
 /** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
@@ -132,7 +137,7 @@ export function createRundownsService(deps: {
   const log = deps.log ?? silentLogger;
 
   /** Files the frequent unanswered questions as pending FAQs, never one the account already has in any status. */
-  async function suggest(trx: Transaction<DB>, accountId: string, top: UnansweredGroup[], p: Period) {
+  async function suggest(trx: Transaction<DB>, accountId: string, top: UnansweredGroup[]) {
     const candidates = top.filter((g) => g.count >= SUGGEST_AT_COUNT);
     if (candidates.length === 0) return [];
     // Two rundowns of one account at once (a manual one during the scheduled one) would otherwise both see
@@ -147,9 +152,7 @@ export function createRundownsService(deps: {
         accountId,
         {
           question: [...g.question].slice(0, MAX_FAQ_QUESTION).join(''),
-          answer:
-            `Suggested by a rundown: customers asked this ${g.count} times between ${toIso(p.from)} and ${toIso(p.to)} and the assistant ` +
-            'could not answer. Replace this text with the answer, then set the status to approved so the assistant can use it.',
+          answer: PLACEHOLDER_ANSWER,
           category: SUGGESTED_CATEGORY,
           status: 'pending',
         },
@@ -201,7 +204,7 @@ export function createRundownsService(deps: {
       };
       // Claim first: the loser of a race for a scheduled window stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) return null;
-      body.suggestedFaqs = await suggest(trx, accountId, top, p);
+      body.suggestedFaqs = await suggest(trx, accountId, top);
       if (body.suggestedFaqs.length > 0) {
         row.body = JSON.stringify(body);
         await repo.setBody(trx, accountId, row.id, row.body);
