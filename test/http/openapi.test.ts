@@ -35,6 +35,9 @@ const ROUTES = [
   ['get', '/webhooks/{id}/deliveries', '200', true],
   ['get', '/webhooks/{id}/deliveries/{deliveryId}', '200', true],
   ['post', '/webhooks/{id}/deliveries/{deliveryId}/retry', '200', true],
+  ['get', '/rundowns', '200', false],
+  ['post', '/rundowns', '201', false],
+  ['get', '/rundowns/{id}', '200', true],
 ] as const;
 
 function resolvePointer(doc: any, ref: string) {
