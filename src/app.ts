@@ -16,6 +16,7 @@ import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
+import { rundownsRoutes } from './modules/rundowns/rundowns.routes.js';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.js';
 
@@ -136,6 +137,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       await v1.register(analyticsRoutes(ctx));
       await v1.register(webhooksRoutes(ctx));
       await v1.register(workflowsRoutes(ctx));
+      await v1.register(rundownsRoutes(ctx));
     },
     { prefix: '/v1' },
   );

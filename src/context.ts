@@ -14,6 +14,7 @@ import { createAnalyticsService } from './modules/analytics/analytics.service.js
 import { createConversationsService } from './modules/conversations/conversations.service.js';
 import { createDocumentsService } from './modules/documents/documents.service.js';
 import { createFaqsService } from './modules/faqs/faqs.service.js';
+import { createRundownsService } from './modules/rundowns/rundowns.service.js';
 import { createDeliveryEngine } from './modules/webhooks/delivery.js';
 import { createEventBus } from './modules/webhooks/events.js';
 import { createUndiciSender } from './modules/webhooks/sender.js';
@@ -52,16 +53,19 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   // Concurrent document writes share SQLite commits (one transaction per job on PostgreSQL).
   const writes = createGroupCommit(db, database.dialect);
   const workflows = createWorkflowsService(db, clock, events);
+  const faqs = createFaqsService(db, clock);
+  const analytics = createAnalyticsService(db, database.dialect);
   const services = {
     accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock, writes),
-    faqs: createFaqsService(db, clock),
+    faqs,
     assistant,
     chat: createChatService({ db, clock, events, assistant, workflows }),
     conversations: createConversationsService(db),
-    analytics: createAnalyticsService(db, database.dialect),
+    analytics,
     webhooks: createWebhooksService(db, clock, config, deliveries),
     workflows,
+    rundowns: createRundownsService({ db, dialect: database.dialect, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
   };
   return { config, database, db, clock, log, events, deliveries, services };
 }

@@ -87,6 +87,8 @@ export interface MessagesTable {
   content: string;
   /** JSON array of document/FAQ ids, assistant messages only. */
   sources: string | null;
+  /** The workflow whose reply this assistant message is (it cites nothing, yet answered). */
+  workflow_id?: string | null;
   created_at: number;
 }
 
@@ -176,6 +178,20 @@ export interface WorkflowRunsTable {
   created_at: number;
 }
 
+/** A digest of [from_ts, to_ts) for one account (src/modules/rundowns). */
+export interface RundownsTable {
+  id: string;
+  account_id: string;
+  trigger: 'schedule' | 'manual';
+  from_ts: number;
+  to_ts: number;
+  /** JSON object: the headline figures (what rundown.generated carries). */
+  figures: string;
+  /** JSON object: topTopics, unanswered and suggestedFaqs. */
+  body: string;
+  created_at: number;
+}
+
 export interface DB {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -189,4 +205,5 @@ export interface DB {
   delivery_attempts: DeliveryAttemptsTable;
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
+  rundowns: RundownsTable;
 }

@@ -16,5 +16,13 @@ export function workerTasks(ctx: AppContext): WorkerTask[] {
         }
       },
     },
+    {
+      name: 'rundown-scheduler',
+      // A window's rundown appears at most a quarter of an interval (and at most a minute) after it closes.
+      intervalMs: Math.min(60_000, Math.max(100, Math.floor(ctx.config.rundownIntervalMs / 4))),
+      async run(signal) {
+        await ctx.services.rundowns.generateDue(signal);
+      },
+    },
   ];
 }

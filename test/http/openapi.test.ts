@@ -40,6 +40,9 @@ const ROUTES = [
   ['get', '/workflows/{id}', '200', true],
   ['put', '/workflows/{id}', '200', true],
   ['delete', '/workflows/{id}', '200', true],
+  ['get', '/rundowns', '200', false],
+  ['post', '/rundowns', '201', false],
+  ['get', '/rundowns/{id}', '200', true],
 ] as const;
 
 function resolvePointer(doc: any, ref: string) {

@@ -28,6 +28,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('workflow_runs_pk', ['workflow_id', 'conversation_id'])
     .execute();
+
+  // The workflow whose reply an assistant message is: such a message cites nothing yet answered the customer,
+  // which rundowns must not count as a question the assistant could not answer. Nullable: no table rewrite.
+  await db.schema.alterTable('messages').addColumn('workflow_id', 'text').execute();
 }
 
 export async function down(): Promise<void> {

@@ -3,6 +3,7 @@ import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_conversation_figures.js';
 import * as m0003 from './0003_webhooks.js';
 import * as m0004 from './0004_workflows.js';
+import * as m0005 from './0005_rundowns.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ export const migrations: Record<string, Migration> = {
   '0002_conversation_figures': m0002,
   '0003_webhooks': m0003,
   '0004_workflows': m0004,
+  '0005_rundowns': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -18,6 +18,9 @@ export const analyticsRepository = {
         eb.fn
           .count<number>(sql`case when ${eb.ref('outcome')} = 'resolved' and ${eb.ref('ended_at')} is not null then 1 end`)
           .as('resolved'),
+        eb.fn
+          .count<number>(sql`case when ${eb.ref('outcome')} = 'unresolved' and ${eb.ref('ended_at')} is not null then 1 end`)
+          .as('unresolved'),
       ])
       .executeTakeFirstOrThrow();
     return {
@@ -26,6 +29,7 @@ export const analyticsRepository = {
       ended: Number(row.ended),
       escalated: Number(row.escalated),
       resolved: Number(row.resolved),
+      unresolved: Number(row.unresolved),
     };
   },
 

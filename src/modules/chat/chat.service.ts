@@ -53,8 +53,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     return toConversation(c, messages);
   }
 
-  function assistantMessage(accountId: string, conversationId: string, content: string, sources: string[], at: number): MessagesTable {
-    return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), created_at: at };
+  function assistantMessage(accountId: string, conversationId: string, content: string, sources: string[], at: number, workflowId: string | null = null): MessagesTable {
+    return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), workflow_id: workflowId, created_at: at };
   }
 
   async function emitMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
@@ -217,7 +217,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       let contactEmail: string | null = null;
       const alreadyEscalated = c.escalated_at !== null;
       // A workflow that has its own reply answers the message in place of the knowledge base.
-      const workflowReply = triggered.find((w) => w.reply !== null)?.reply ?? null;
+      const replying = triggered.find((w) => w.reply !== null);
+      const workflowReply = replying?.reply ?? null;
       if (detectHandoff(content)) {
         reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
         if (!alreadyEscalated) escalateWith = 'customer_request';
@@ -250,7 +251,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       return db.transaction().execute(async (trx) => {
         const at = Math.max(clock.now(), c.last_message_at);
         const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
-        const assistantMsg = assistantMessage(accountId, id, text, sources, at);
+        const byWorkflow = reply.kind === 'answer' && workflowReply !== null && text === workflowReply ? replying!.id : null;
+        const assistantMsg = assistantMessage(accountId, id, text, sources, at, byWorkflow);
         // A workflow's reply handles the message as an answer from the knowledge base does.
         const answered = sources.length > 0 || (reply.kind === 'answer' && !escalating && !contactEmail);
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.

@@ -92,6 +92,20 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(ev2.data.extracted, { email: 'known@acme.test' });
     });
 
+    test("a workflow's reply is an answer: rundowns do not list the message as unanswered", async () => {
+      const from = new Date(Date.now() - 60_000).toISOString();
+      const id = await start();
+      await send(id, 'please book a demo for us');
+      await send(id, 'what is the capital of peru?');
+      const stored = await t.ctx.db.selectFrom('messages').select(['role', 'workflow_id']).where('conversation_id', '=', id).where('role', '=', 'assistant').orderBy('created_at').orderBy('id').execute();
+      assert.deepEqual(stored.map((m) => m.workflow_id ?? null), [null, demoId, null], 'greeting, workflow reply, no-answer');
+      const r = await t.request('POST', '/v1/rundowns', { key, body: { from, to: new Date(Date.now() + 60_000).toISOString() } });
+      assert.equal(r.status, 201, r.text);
+      const questions = r.body.data.unanswered.map((u: any) => u.question);
+      assert.ok(questions.includes('what is the capital of peru?'), JSON.stringify(questions));
+      assert.ok(!questions.some((q: string) => /book a demo/.test(q)), JSON.stringify(questions));
+    });
+
     test('two triggering messages at the same time fire one event', async () => {
       const id = await start();
       await Promise.all([send(id, 'book a demo'), send(id, 'I want to book a demo too')]);
