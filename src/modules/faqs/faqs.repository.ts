@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
+import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -8,12 +9,7 @@ export const faqsRepository = {
     let q = db.selectFrom('faqs').where('account_id', '=', accountId);
     if (f.status !== 'all') q = q.where('status', '=', f.status as FaqsTable['status']);
     if (f.category !== undefined) q = q.where('category', '=', f.category);
-    const [count, rows] = await Promise.all([
-      // A raw count(*) skips building an expression builder per request (visible in the benchmark profile).
-      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return newestFirstPage(q, f);
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('faqs').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();

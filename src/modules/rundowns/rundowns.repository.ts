@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB, RundownsTable } from '../../db/schema.js';
+import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -13,11 +14,7 @@ export const rundownsRepository = {
   async list(db: Conn, accountId: string, f: { trigger: 'schedule' | 'manual' | 'all'; limit: number; offset: number }) {
     let q = db.selectFrom('rundowns').where('account_id', '=', accountId);
     if (f.trigger !== 'all') q = q.where('trigger', '=', f.trigger);
-    const [count, rows] = await Promise.all([
-      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return newestFirstPage(q, f);
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('rundowns').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();

@@ -1,16 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
+import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
 export const webhooksRepository = {
   async list(db: Conn, accountId: string, f: { limit: number; offset: number }) {
-    const q = db.selectFrom('webhooks').where('account_id', '=', accountId);
-    const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return newestFirstPage(db.selectFrom('webhooks').where('account_id', '=', accountId), f);
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();

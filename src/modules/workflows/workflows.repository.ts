@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { DB, WorkflowRunsTable, WorkflowsTable } from '../../db/schema.js';
+import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -7,11 +8,7 @@ export const workflowsRepository = {
   async list(db: Conn, accountId: string, f: { enabled?: boolean | undefined; limit: number; offset: number }) {
     let q = db.selectFrom('workflows').where('account_id', '=', accountId);
     if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
-    const [count, rows] = await Promise.all([
-      q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-      q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    return newestFirstPage(q, f);
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();

@@ -1,0 +1,18 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+import type { DB } from './schema.js';
+
+/** Tables whose API list is a plain page of whole rows. */
+type Listed = 'faqs' | 'webhooks' | 'workflows' | 'rundowns';
+
+/**
+ * One page of a filtered table, newest first (created_at desc, id as the tie-break: CONTRACT §4), and the
+ * total the filter matches. The two statements share the filter, so total and page always describe the same set.
+ */
+export async function newestFirstPage<T extends Listed>(q: SelectQueryBuilder<DB, T, object>, page: { limit: number; offset: number }) {
+  const [count, rows] = await Promise.all([
+    // A raw count(*) skips building an expression builder per request (visible in the benchmark profile).
+    q.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+    q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
