@@ -29,7 +29,7 @@ export const RundownFigures = Type.Object({
   resolutionRate: Type.Number({ minimum: 0, maximum: 1, description: 'as the overview: resolved / ended; 0 when none ended' }),
   escalationRate: Type.Number({ minimum: 0, maximum: 1, description: 'as the overview: escalated / conversations; 0 when none' }),
   averageMessages: Type.Number({ minimum: 0, description: 'as the overview: messages / conversations; 0 when none' }),
-  unansweredQuestions: Type.Integer({ description: 'customer messages sent in [from, to) whose reply cited no source (requests for a person and contact details excluded)' }),
+  unansweredQuestions: Type.Integer({ description: 'customer messages sent in [from, to) whose reply cited no source (requests for a person, small talk, contact details and messages a workflow answered excluded)' }),
 });
 export type RundownFigures = Static<typeof RundownFigures>;
 
