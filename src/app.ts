@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
@@ -76,6 +77,24 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       const message =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the URL is not valid (bad percent-encoding)';
       (reply as FastifyReply).code(400).type('application/json').send(failureBody('INVALID_REQUEST', message));
+    },
+    // Node's HTTP parser refuses some requests before Fastify sees them (a control character in a header,
+    // headers over 16 KiB, a request that never finishes arriving); Fastify's default answer is not the envelope.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const message =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? 'the request headers are too large'
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? 'the request did not arrive in time'
+            : 'the HTTP request is malformed';
+      const body = JSON.stringify(failureBody('INVALID_REQUEST', message));
+      if (socket.writable) {
+        socket.write(
+          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

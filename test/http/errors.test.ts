@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { createTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
@@ -28,6 +29,30 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     const json = { 'content-type': 'application/json' };
+
+    /** Sends raw bytes and reads the whole answer (the server closes the connection after a refusal). */
+    const raw = (bytes: string) =>
+      new Promise<{ status: number; contentType: string; body: any }>((resolve, reject) => {
+        const url = new URL(t.baseUrl);
+        const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
+        let got = '';
+        socket.setEncoding('utf8').on('data', (d) => (got += d)).on('error', reject).on('close', () => {
+          const [head, body = ''] = got.split('\r\n\r\n');
+          resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head ?? '')?.[1]), contentType: /content-type: ([^\r]+)/i.exec(head ?? '')?.[1] ?? '', body: body ? JSON.parse(body) : null });
+        });
+      });
+
+    test("requests Node's HTTP parser refuses still get the envelope", async () => {
+      const bad = await raw('GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n');
+      assert.equal(bad.status, 400);
+      assert.match(bad.contentType, /^application\/json/);
+      assert.deepEqual(bad.body, { success: false, error: { code: 'INVALID_REQUEST', message: 'the HTTP request is malformed' } });
+      const huge = await raw(`GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.equal(huge.status, 400);
+      assert.deepEqual(huge.body, { success: false, error: { code: 'INVALID_REQUEST', message: 'the request headers are too large' } });
+      // the server is still serving
+      assert.equal((await t.request('GET', '/v1/health')).status, 200);
+    });
 
     test('unknown route: 404 NOT_FOUND envelope, with or without a key', async () => {
       for (const path of ['/', '/v1', '/v2/documents', '/v1/nope', '/v1/documents/a/b', '/documents']) {
