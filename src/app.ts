@@ -7,6 +7,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { registerAuth } from './http/auth.js';
+import { registerChatCors } from './http/cors.js';
 import { errorHandler, failureBody } from './http/errors.js';
 import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -139,6 +140,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     transformObject: (doc) => markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
   });
 
+  registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
 
   await app.register(

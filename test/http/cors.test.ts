@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
+
+const ORIGIN = { origin: 'https://shop.example' };
+
+for (const dialect of DIALECTS) {
+  describe(`CORS on the chat channel (${dialect})`, () => {
+    let t: TestApp;
+    let publicKey: string;
+    let serverKey: string;
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key: serverKey } = await t.account());
+      ({ key: publicKey } = await t.account({ keyType: 'public', scopes: ['chat'] }));
+    });
+    after(() => t.close());
+
+    test('a browser preflight for a chat endpoint is answered without a key', async () => {
+      for (const path of ['/v1/chat/conversations', '/v1/chat/conversations/conv_x/messages']) {
+        const r = await t.request('OPTIONS', path, {
+          headers: { ...ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+        });
+        assert.equal(r.status, 204, r.text);
+        assert.equal(r.headers.get('access-control-allow-origin'), '*');
+        assert.match(r.headers.get('access-control-allow-methods') ?? '', /POST/);
+        assert.match(r.headers.get('access-control-allow-headers') ?? '', /Authorization/);
+        assert.match(r.headers.get('access-control-allow-headers') ?? '', /Content-Type/);
+        assert.equal(r.headers.get('access-control-max-age'), '600');
+        assert.equal(r.text, '');
+      }
+    });
+
+    test('answers and refusals of chat endpoints can be read by the page', async () => {
+      const ok = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {}, headers: ORIGIN });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(ok.headers.get('access-control-allow-origin'), '*');
+      assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Remaining/);
+      assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+      const unauthorised = await t.request('POST', '/v1/chat/conversations', { key: 'pk_nope', body: {}, headers: ORIGIN });
+      assert.equal(unauthorised.status, 401);
+      assert.equal(unauthorised.headers.get('access-control-allow-origin'), '*');
+      const missing = await t.request('POST', '/v1/chat/conversations/conv_missing/messages', { key: publicKey, body: { content: 'hi' }, headers: ORIGIN });
+      assert.equal(missing.status, 404);
+      assert.equal(missing.headers.get('access-control-allow-origin'), '*');
+    });
+
+    test('server endpoints get no CORS headers and no preflight', async () => {
+      const r = await t.request('GET', '/v1/documents', { key: serverKey, headers: ORIGIN });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('access-control-allow-origin'), null);
+      const pre = await t.request('OPTIONS', '/v1/documents', { headers: { ...ORIGIN, 'access-control-request-method': 'GET' } });
+      assert.equal(pre.status, 404);
+      assert.equal(pre.headers.get('access-control-allow-origin'), null);
+    });
+  });
+}
