@@ -72,8 +72,8 @@ export interface DecisionFeatures {
 
 /** Logistic model weights (fitted by bench/eval/calibrate.ts on the held-out sets only). */
 export const CONFIDENCE_MODEL: { bias: number; weights: DecisionFeatures } = {
-  bias: 0.174,
-  weights: { coverage: 1.336, passageCoverage: 1.152, unknownShare: -1.411, runnerUpRatio: -0.771, unpublishedLead: -1.807 },
+  bias: 0.183,
+  weights: { coverage: 1.334, passageCoverage: 1.146, unknownShare: -1.423, runnerUpRatio: -0.776, unpublishedLead: -1.787 },
 };
 
 /** The model's inputs, in a fixed order (bench/eval/calibrate.ts fits one weight per entry). */

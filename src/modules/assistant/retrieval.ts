@@ -155,6 +155,7 @@ export class KnowledgeIndex {
   private readonly df = new Map<string, number>();
   /** term → number of PUBLISHED entries containing it: a term only drafts use is unknown to the customer-facing side */
   private readonly dfPublished = new Map<string, number>();
+  private publishedEntries = 0;
   private corrector: SpellCorrector | undefined;
   private readonly sources = new Map<string, number[]>();
 
@@ -212,6 +213,7 @@ export class KnowledgeIndex {
       this.mini.discard(id);
       const e = this.entries[id];
       if (e) {
+        if (e.citable) this.publishedEntries--;
         for (const t of new Set([...analyze(e.title), ...analyze(e.passage)])) {
           decrement(this.df, t);
           if (e.citable) decrement(this.dfPublished, t);
@@ -248,6 +250,7 @@ export class KnowledgeIndex {
     let list = this.sources.get(e.sourceId);
     if (!list) this.sources.set(e.sourceId, (list = []));
     list.push(id);
+    if (e.citable) this.publishedEntries++;
     for (const t of new Set(terms)) {
       this.df.set(t, (this.df.get(t) ?? 0) + 1);
       if (e.citable) this.dfPublished.set(t, (this.dfPublished.get(t) ?? 0) + 1);
@@ -256,9 +259,13 @@ export class KnowledgeIndex {
     return id;
   }
 
+  /**
+   * Over published entries only: the decision features weigh the question against what the assistant may
+   * cite, so words only unpublished entries use ("rental", a pending FAQ's own wording) weigh as unknown ones.
+   */
   private idf(term: string): number {
-    const n = Math.max(1, this.mini.documentCount);
-    const df = this.df.get(term) ?? 0;
+    const n = Math.max(1, this.publishedEntries);
+    const df = this.dfPublished.get(term) ?? 0;
     // BM25-style idf, floored at a small positive value; unknown terms get the
     // idf of a term seen once less than the rarest possible (df = 0.5).
     return Math.log(1 + (n - Math.max(df, 0.5) + 0.5) / (Math.max(df, 0.5) + 0.5));

@@ -23,10 +23,11 @@ const SUGGEST_AT_COUNT = 2;
 const MAX_FAQ_QUESTION = 1_000;
 export const SUGGESTED_CATEGORY = 'suggested';
 /**
- * Kept short and plain: the assistant indexes pending FAQs (answer included) as evidence of unpublished
- * topics, so every word here could make it hold back on an unrelated question that happens to use it.
+ * One word no customer question uses: the assistant indexes pending FAQs (answer included) as evidence of
+ * unpublished topics, so any ordinary word here ("answer", "question") would make it hold back on unrelated
+ * questions that use it. The category `suggested` and the docs tell the owner what to do.
  */
-export const PLACEHOLDER_ANSWER = 'Write the answer to this question here, then approve this FAQ.';
+export const PLACEHOLDER_ANSWER = 'TBD';
 const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 
 /** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
