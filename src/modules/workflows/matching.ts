@@ -3,8 +3,9 @@
  *
  * A trigger phrase matches a customer message when every content word of the phrase occurs in the message,
  * in any order, after the assistant's own analysis (stems, synonyms, stopwords dropped): "book a demo" matches
- * "could I book a product demo?" and "booking demos". A phrase made only of stopwords ("I want to") is matched
- * as normalised words in sequence instead.
+ * "could I book a product demo?" and "booking demos"; a phrase word of six letters or more also matches a word
+ * one typo away ("scheduel a demo"). A phrase made only of stopwords ("I want to") is matched as normalised
+ * words in sequence instead.
  *
  * Fields are looked for in the customer's messages, newest first (the latest value wins):
  * - a labelled value — the key's words ("orderNumber" → "order number") followed by the value, optionally
@@ -16,7 +17,7 @@
  *   no shape);
  * - an email field falls back to the email the conversation already knows (given at start or as contact).
  */
-import { analyze, normalize } from '../assistant/text.js';
+import { analyze, editDistance, normalize } from '../assistant/text.js';
 import type { Field } from './workflows.schemas.js';
 
 export interface CompiledTrigger {
@@ -43,8 +44,17 @@ export function analyseMessage(content: string): { terms: Set<string>; plain: st
   return { terms: new Set(analyze(content)), plain: ` ${plainWords(content)} ` };
 }
 
+/** Trigger words this long also match a message word one typo away ("scheduel" for "schedule"). */
+const FUZZY_MIN_LENGTH = 6;
+
+const nearlyIn = (terms: Set<string>, t: string) => {
+  if (t.length < FUZZY_MIN_LENGTH) return false;
+  for (const m of terms) if (m.length >= FUZZY_MIN_LENGTH - 1 && Math.abs(m.length - t.length) <= 1 && editDistance(m, t) <= 1) return true;
+  return false;
+};
+
 export function matchesTrigger(message: { terms: Set<string>; plain: string }, trigger: CompiledTrigger): boolean {
-  if (trigger.terms.length > 0) return trigger.terms.every((t) => message.terms.has(t));
+  if (trigger.terms.length > 0) return trigger.terms.every((t) => message.terms.has(t) || nearlyIn(message.terms, t));
   return trigger.phrase.length > 0 && message.plain.includes(` ${trigger.phrase} `);
 }
 

@@ -10,6 +10,11 @@ test('a trigger matches when every content word of the phrase is in the message,
   assert.ok(matches('book a demo', 'a demo — can I book one?'));
   assert.ok(!matches('book a demo', 'I watched the demo video'));
   assert.ok(!matches('cancel my subscription', 'how do I pause my subscription'));
+  // one typo in a long word is forgiven; short words must be exact
+  assert.ok(matches('schedule a demo', 'can I scheduel a demo'));
+  assert.ok(matches('cancel my subscription', 'pls cancle my subscription'));
+  assert.ok(!matches('book a demo', 'book a dema'));
+  assert.ok(!matches('schedule a demo', 'can I schdl a demo'));
   // synonyms of the assistant's analysis apply: "money back" is refund
   assert.ok(matches('refund request', 'I want my money back, this is a request'));
 });
