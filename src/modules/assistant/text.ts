@@ -30,9 +30,15 @@ export function words(text: string): string[] {
     .replace(/(\d)[.,](\d)/g, '$1$2')
     .replace(/\bp\. ?o\.? ?(?=box)/g, 'po ');
   const out: string[] = [];
-  for (const m of norm.matchAll(/[a-z0-9]+/g)) out.push(m[0]);
+  for (const m of norm.matchAll(/[a-z0-9]+/g)) if (m[0].length <= MAX_WORD_LENGTH) out.push(m[0]);
   return out;
 }
+
+/**
+ * Longer runs are not words (a pasted hash, base64, "xxxx…") and cost quadratic time downstream: the spelling
+ * corrector indexes every deletion of every term, so one 500,000-character run stalled a whole process.
+ */
+const MAX_WORD_LENGTH = 50;
 
 // ---------------------------------------------------------------------------
 // Stopwords (English + chat filler). Kept deliberately small: words such as

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { analyze, editDistance, normalize, SpellCorrector, stem } from '../../../src/modules/assistant/text.js';
+import { analyze, editDistance, normalize, SpellCorrector, stem, words } from '../../../src/modules/assistant/text.js';
+import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
 
 test('porter stemmer reduces inflections to a common stem', () => {
   assert.equal(stem('shipping'), stem('shipped'));
@@ -60,4 +61,12 @@ test('spell corrector fixes distance-1 typos of long terms only', () => {
   assert.equal(c.correct('adderss'), stem('address')); // transposition
   assert.equal(c.correct('rent'), undefined); // too short to correct safely
   assert.equal(c.correct('zzzzzzzz'), undefined);
+});
+
+test('runs longer than a word are not words (they would cost quadratic time in the spelling corrector)', () => {
+  assert.deepEqual(words(`a ${'x'.repeat(51)} b ${'y'.repeat(50)}`), ['a', 'b', 'y'.repeat(50)]);
+  // A document the API accepts (500,000 characters of one letter) indexes and answers at once
+  const idx = KnowledgeIndex.build([{ id: 'd1', title: 'Shipping', content: `We ship every day.\n\n${'x'.repeat(500_000)}` }], []);
+  assert.equal(idx.search('do you ship every day', 3)[0]?.sourceId, 'd1');
+  assert.equal(idx.search(`${'x'.repeat(60)} xxxxxxxx`, 3).length, 0);
 });
