@@ -26,15 +26,14 @@ export const chatRepository = {
       .execute();
   },
   /** Updates an open conversation: the updated row, or undefined when it had ended meanwhile (the caller's transaction then rolls back). */
-  updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch) {
-    return db
-      .updateTable('conversations')
-      .set(patch)
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .where('ended_at', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
+  /**
+   * Updates a conversation that is still open — and, with `idleBefore`, still idle: the condition is part of the
+   * UPDATE, so a message committed meanwhile (PostgreSQL re-checks the row it waited for) keeps it open.
+   */
+  updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch, idleBefore?: number) {
+    let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);
+    if (idleBefore !== undefined) q = q.where('last_message_at', '<', idleBefore);
+    return q.returningAll().executeTakeFirst();
   },
   /**
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent

@@ -124,10 +124,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     return { topic, tags };
   }
 
-  async function end(accountId: string, id: string) {
+  /** Ends a conversation; with `idleBefore` (the idle sweeper), only if no message came in since that time. */
+  async function end(accountId: string, id: string, idleBefore?: number) {
     return db.transaction().execute(async (trx) => {
       const c = await load(trx, accountId, id);
-      if (c.ended_at !== null) return snapshot(trx, accountId, id);
+      if (c.ended_at !== null || (idleBefore !== undefined && c.last_message_at >= idleBefore)) return snapshot(trx, accountId, id);
       const at = Math.max(clock.now(), c.last_message_at);
       const messages = await repo.messages(trx, accountId, id);
       const outcome = c.escalated_at !== null ? 'escalated' : c.answered_count > 0 ? 'resolved' : 'unresolved';
@@ -138,7 +139,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         ended_at: at,
         tags: JSON.stringify(tags),
         topic,
-      });
+      }, idleBefore);
       if (ok) {
         await events.emit(trx, accountId, 'conversation.ended', {
           conversationId: id,
@@ -296,10 +297,15 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
 
     /** Ends conversations idle longer than idleMs; returns how many it ended. */
     async endIdle(idleMs: number, batch = 100) {
-      const rows = await repo.idle(db, clock.now() - idleMs, batch);
-      for (const r of rows) await end(r.account_id, r.id);
+      const before = clock.now() - idleMs;
+      const rows = await repo.idle(db, before, batch);
+      // Re-checked as each one ends: a message may have come in since the list was read.
+      for (const r of rows) await end(r.account_id, r.id, before);
       return rows.length;
     },
+
+    /** Ends the conversation only if it has had no message since `idleBefore` (the sweeper's step, exposed for tests). */
+    endIfIdle: (accountId: string, id: string, idleBefore: number) => end(accountId, id, idleBefore),
   };
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runDemo } from '../../../src/cli/demo.js';
 import type { FakeClock } from '../../../src/lib/clock.js';
+import { chatRepository } from '../../../src/modules/chat/chat.repository.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
@@ -148,6 +149,24 @@ for (const dialect of DIALECTS) {
       const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
       assert.equal(g.body.data.conversation.status, 'ended');
       assert.equal(g.body.data.conversation.outcome, 'unresolved');
+    });
+
+    test('a conversation a message reached after the sweeper listed it stays open', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      (t.clock as FakeClock).advance(31 * 60_000);
+      // The sweeper read the idle list at this moment…
+      const before = t.clock.now() - 30 * 60_000;
+      // …then the customer wrote
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'still there?' } })).status, 200);
+      const accountId = (await t.ctx.db.selectFrom('conversations').select('account_id').where('id', '=', id).executeTakeFirstOrThrow()).account_id;
+      await t.ctx.services.chat.endIfIdle(accountId, id, before);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
+      assert.equal(g.body.data.conversation.status, 'active');
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'hello?' } })).status, 200);
+      // The UPDATE itself carries the condition (a concurrent commit on PostgreSQL is re-checked there)
+      const updated = await chatRepository.updateOpen(t.ctx.db, accountId, id, { status: 'ended', ended_at: t.clock.now() }, before);
+      assert.equal(updated, undefined);
     });
 
     test('validation, scopes and isolation', async () => {
