@@ -73,6 +73,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   let webhookRetryDelaysMs: number[] = [];
   try {
     webhookRetryDelaysMs = parseRetryDelays(rawDelays);
+    // The spec's schedule is five attempts, and the fifth failure disables the webhook: a shorter list would
+    // disable it early, a longer one retry past the point the spec stops.
+    if (webhookRetryDelaysMs.length !== 5) {
+      problems.push(`WEBHOOK_RETRY_DELAYS: must list 5 delays, one before each of attempts 1..5 (got ${webhookRetryDelaysMs.length})`);
+      webhookRetryDelaysMs = parseRetryDelays(DEFAULT_RETRY_DELAYS);
+    }
   } catch (err) {
     problems.push((err as Error).message);
     webhookRetryDelaysMs = parseRetryDelays(DEFAULT_RETRY_DELAYS);

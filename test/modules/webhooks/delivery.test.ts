@@ -202,7 +202,7 @@ for (const dialect of DIALECTS) {
     let accountId: string;
     let worker: ReturnType<typeof startWorker>;
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h', WEBHOOK_TIMEOUT: '2s' } });
+      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
       ({ key, accountId } = await t.account());
       worker = startWorker(t);
     });

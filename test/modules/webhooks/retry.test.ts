@@ -43,7 +43,10 @@ test('parseDuration (WEBHOOK_TIMEOUT)', () => {
 });
 
 test('config reads WEBHOOK_RETRY_DELAYS with the same parser and names the bad entry', () => {
-  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: '0,50ms,1s' }).webhookRetryDelaysMs, [0, 50, 1000]);
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: '0,50ms,1s,2m,3h' }).webhookRetryDelaysMs, [0, 50, 1000, 120_000, 10_800_000]);
+  // five attempts, as the spec's schedule: the fifth failure disables the webhook
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: '0,1s,2s' }), /WEBHOOK_RETRY_DELAYS: must list 5 delays.*got 3/);
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: '0,1s,2s,3s,4s,5s' }), /got 6/);
   assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: '0,5x' }), /entry 2 "5x"/);
 });
 
