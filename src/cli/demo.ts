@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.js';
+import { AccountsError } from '../modules/accounts/accounts.service.js';
 
 // A small sample shop, enough to hold a conversation with `parley demo` right after installing.
 const DOCUMENTS = [
@@ -35,7 +36,7 @@ const FAQS = [
 
 export async function runDemo(ctx: AppContext, accountId: string) {
   const account = await ctx.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw new Error(`account ${accountId} not found`);
+  if (!account) throw new AccountsError(`account ${accountId} not found`);
   for (const d of DOCUMENTS) await ctx.services.documents.create(accountId, { ...d, status: 'active' });
   for (const f of FAQS) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' });
   return { accountId, documents: DOCUMENTS.length, faqs: FAQS.length };

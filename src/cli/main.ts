@@ -112,6 +112,10 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'init':
+      // init makes a server key, which a free account cannot use: refuse before creating an account it would orphan.
+      if (values.plan === 'free') {
+        throw new UsageError('parley init creates a server key, which needs the pro plan or above; for a free account use `parley accounts create --plan free` and `parley keys create --type public`');
+      }
       return withContext(config, async (ctx) => {
         const account = await ctx.services.accounts.createAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' });
         const key = await ctx.services.accounts.createKey({ accountId: account.id });

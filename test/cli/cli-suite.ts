@@ -290,6 +290,17 @@ export function cliSuite(dialect: DialectName) {
       const r = await cli(['demo', '--account', out.account.id, '--json'], env);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6 });
+      const missing = await cli(['demo', '--account', 'acct_nope', '--json'], env);
+      assert.equal(missing.code, 2, missing.stderr);
+      assert.deepEqual(oneJson(missing), { error: 'account acct_nope not found' });
+    });
+
+    test('init refuses the free plan before creating anything', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
+      const before = oneJson(await cli(['accounts', 'list', '--json'], env));
+      const r = await cli(['init', '--plan', 'free', '--json'], env);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(oneJson(r).error, /needs the pro plan/);
+      assert.deepEqual(oneJson(await cli(['accounts', 'list', '--json'], env)), before, 'no orphan account');
     });
   });
 }
