@@ -10,7 +10,7 @@
  *
  * Unpublished entries (draft documents, pending/draft FAQs) are indexed too, but
  * never returned as hits: they are only evidence that a question is about
- * something the account has not published (see `SearchResult.unpublished`).
+ * something the account has not published (see `SearchResult.unpublishedLead`).
  *
  * Results are deduplicated per source (best passage kept) and carry
  * `coverage` (IDF-weighted share of the query's terms the source matches,
