@@ -6,7 +6,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
-import { registerAuth } from './http/auth.js';
+import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
 import { errorHandler, failureBody } from './http/errors.js';
 import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
@@ -121,9 +121,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     done();
   });
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((req, reply) => {
+  app.setNotFoundHandler(async (req, reply) => {
+    await meterUnmatched(req, reply, ctx.services.accounts, limiter);
     const path = req.url.split('?')[0];
-    reply.code(404).send(failureBody('NOT_FOUND', `no route ${req.method} ${path}`));
+    return reply.code(404).send(failureBody('NOT_FOUND', `no route ${req.method} ${path}`));
   });
   app.addSchema(ErrorEnvelope);
 

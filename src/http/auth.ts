@@ -23,6 +23,20 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
  * A callback hook that finishes synchronously when it can (key in the short-TTL cache, in-memory limiter):
  * an async hook costs a promise and a trip through the microtask queue on every request.
  */
+/**
+ * For a request no route matched. With a valid key it is counted and answered with the rate-limit headers, like
+ * every authenticated response (CONTRACT §3) — probing unknown paths is not free — and past the limit it is a 429
+ * (thrown). A missing or invalid key changes nothing: the answer stays the 404.
+ */
+export async function meterUnmatched(req: FastifyRequest, reply: FastifyReply, accounts: AccountsService, limiter: RateLimiter) {
+  const m = BEARER.exec(req.headers.authorization ?? '');
+  if (!m) return;
+  const auth = accounts.cachedAuth(m[1]!) ?? (await accounts.authenticate(m[1]!));
+  if (!auth) return;
+  const { headers } = await limiter.consume(auth);
+  reply.headers(headers);
+}
+
 export function registerAuth(app: FastifyInstance, accounts: AccountsService, limiter: RateLimiter) {
   app.decorateRequest('auth', null as unknown as AuthContext);
 

@@ -116,9 +116,11 @@ function fromFastifyError(err: FastifyError): ApiError | null {
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   let apiError: ApiError | null = null;
-  // An unknown route is 404 whatever its body: Fastify parses the body before the not-found handler runs.
-  if (req.is404) apiError = new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
-  else if (err instanceof ApiError) apiError = err;
+  // An unknown route is 404 whatever its body (Fastify parses the body before the not-found handler runs) —
+  // unless its valid key is past the rate limit (auth.ts meterUnmatched).
+  if (req.is404 && !(err instanceof ApiError && err.code === 'RATE_LIMITED')) {
+    apiError = new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+  } else if (err instanceof ApiError) apiError = err;
   else if (err.validation && err.validationContext === 'body' && req.body === undefined && !req.headers['content-type']) {
     // A body sent without Content-Type is never parsed, so "body must be of type object" would mislead.
     apiError = invalidRequest('Content-Type must be application/json (with a JSON object body)');

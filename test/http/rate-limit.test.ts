@@ -91,6 +91,22 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('an unknown path with a valid key is counted and carries the headers; with a bad key it stays a plain 404', async () => {
+      const { key } = await t.account({ minute: 2, day: 1000 });
+      const first = await t.request('GET', '/v1/nope', { key });
+      assert.equal(first.status, 404);
+      assert.equal(first.headers.get('x-ratelimit-limit'), '2');
+      assert.equal(first.headers.get('x-ratelimit-remaining'), '1');
+      assert.equal((await t.request('GET', '/v1/documents', { key })).headers.get('x-ratelimit-remaining'), '0');
+      const limited = await t.request('GET', '/v1/also-nope', { key });
+      assert.equal(limited.status, 429);
+      assert.equal(limited.body.error.code, 'RATE_LIMITED');
+      assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+      const bad = await t.request('GET', '/v1/nope', { key: 'sk_not_a_key' });
+      assert.equal(bad.status, 404);
+      assert.equal(bad.headers.get('x-ratelimit-limit'), null);
+    });
+
     test('public routes carry no rate-limit headers', async () => {
       const r = await t.request('GET', '/v1/health');
       assert.equal(r.headers.get('x-ratelimit-limit'), null);
