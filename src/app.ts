@@ -8,7 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerO
 import type { AppContext } from './context.js';
 import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
-import { errorHandler, failureBody } from './http/errors.js';
+import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
@@ -123,8 +123,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async (req, reply) => {
     await meterUnmatched(req, reply, ctx.services.accounts, limiter);
-    const path = req.url.split('?')[0];
-    return reply.code(404).send(failureBody('NOT_FOUND', `no route ${req.method} ${path}`));
+    throw noRoute(req);
   });
   app.addSchema(ErrorEnvelope);
 

@@ -17,13 +17,6 @@ declare module 'fastify' {
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /**
- * Authentication, then rate limiting, then permission, in onRequest so a refused request never has its
- * body parsed. Failed authentication does not consume any account's quota (CONTRACT §3).
- *
- * A callback hook that finishes synchronously when it can (key in the short-TTL cache, in-memory limiter):
- * an async hook costs a promise and a trip through the microtask queue on every request.
- */
-/**
  * For a request no route matched. With a valid key it is counted and answered with the rate-limit headers, like
  * every authenticated response (CONTRACT §3) — probing unknown paths is not free — and past the limit it is a 429
  * (thrown). A missing or invalid key changes nothing: the answer stays the 404.
@@ -37,6 +30,13 @@ export async function meterUnmatched(req: FastifyRequest, reply: FastifyReply, a
   reply.headers(headers);
 }
 
+/**
+ * Authentication, then rate limiting, then permission, in onRequest so a refused request never has its
+ * body parsed. Failed authentication does not consume any account's quota (CONTRACT §3).
+ *
+ * A callback hook that finishes synchronously when it can (key in the short-TTL cache, in-memory limiter):
+ * an async hook costs a promise and a trip through the microtask queue on every request.
+ */
 export function registerAuth(app: FastifyInstance, accounts: AccountsService, limiter: RateLimiter) {
   app.decorateRequest('auth', null as unknown as AuthContext);
 

@@ -25,7 +25,14 @@ export class ApiError extends Error {
 }
 
 export const invalidRequest = (message: string) => new ApiError('INVALID_REQUEST', message);
+/** Refuses a given text that is only whitespace (a schema's minLength counts spaces); absent or null is fine. */
+export function rejectBlank(field: string, value: string | null | undefined) {
+  if (value != null && value.trim() === '') throw invalidRequest(`${field} must not be blank`);
+}
+
 export const notFound = (what: string, id: string) => new ApiError('NOT_FOUND', `${what} ${id} not found`);
+/** An unknown route (or a method the path does not take: the code set has no 405). */
+export const noRoute = (req: { method: string; url: string }) => new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
 
 export function failureBody(code: ErrorCode, message: string) {
   return { success: false as const, error: { code, message } };
@@ -119,7 +126,7 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   // An unknown route is 404 whatever its body (Fastify parses the body before the not-found handler runs) —
   // unless its valid key is past the rate limit (auth.ts meterUnmatched).
   if (req.is404 && !(err instanceof ApiError && err.code === 'RATE_LIMITED')) {
-    apiError = new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+    apiError = noRoute(req);
   } else if (err instanceof ApiError) apiError = err;
   else if (err.validation && err.validationContext === 'body' && req.body === undefined && !req.headers['content-type']) {
     // A body sent without Content-Type is never parsed, so "body must be of type object" would mislead.

@@ -7,6 +7,9 @@
  * Everything here is pure and synchronous.
  */
 
+/** An email address inside free text (the chat takes one as contact details; workflows extract it). */
+export const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
+
 /** Lower-case, strip diacritics, unify quotes/dashes, collapse whitespace. */
 export function normalize(text: string): string {
   return text

@@ -25,10 +25,10 @@ export const chatRepository = {
       .orderBy('id')
       .execute();
   },
-  /** Updates an open conversation: the updated row, or undefined when it had ended meanwhile (the caller's transaction then rolls back). */
   /**
    * Updates a conversation that is still open — and, with `idleBefore`, still idle: the condition is part of the
-   * UPDATE, so a message committed meanwhile (PostgreSQL re-checks the row it waited for) keeps it open.
+   * UPDATE, so a message committed meanwhile (PostgreSQL re-checks the row it waited for) keeps it open. Answers
+   * the updated row, or undefined when the conditions no longer held (the caller's transaction then rolls back).
    */
   updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch, idleBefore?: number) {
     let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);

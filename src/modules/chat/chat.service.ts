@@ -1,12 +1,12 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
-import { invalidRequest, notFound } from '../../http/errors.js';
+import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import { detectHandoff } from '../assistant/intent.js';
-import { STOPWORDS, words } from '../assistant/text.js';
+import { EMAIL_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import type { WorkflowsService } from '../workflows/workflows.service.js';
@@ -19,7 +19,6 @@ type ConversationRow = Selectable<ConversationsTable>;
 /** Two unanswered questions in a row hand the conversation to a person (reason no_answer). */
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
-const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 
 const slug = (s: string) =>
   s
@@ -202,7 +201,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     get: (accountId: string, id: string) => snapshot(db, accountId, id),
 
     async send(accountId: string, id: string, content: string) {
-      if (content.trim() === '') throw invalidRequest('body.content must not be blank');
+      rejectBlank('body.content', content);
       // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
       const [c, settings, transcript, triggered] = await Promise.all([
         load(db, accountId, id),
@@ -217,14 +216,15 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       let escalateWith: string | null = null;
       let contactEmail: string | null = null;
       const alreadyEscalated = c.escalated_at !== null;
-      // A workflow that has its own reply answers the message in place of the knowledge base.
-      const replying = triggered.find((w) => w.reply !== null);
-      const workflowReply = replying?.reply ?? null;
-      if (detectHandoff(content)) {
+      const handoff = detectHandoff(content);
+      // A workflow that has its own reply answers the message in place of the knowledge base; a request for a
+      // person comes first.
+      const replying = handoff ? undefined : triggered.find((w) => w.reply !== null);
+      if (handoff) {
         reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
         if (!alreadyEscalated) escalateWith = 'customer_request';
-      } else if (workflowReply !== null) {
-        reply = { kind: 'answer', content: workflowReply, sources: [], confidence: 1, topics: [] };
+      } else if (replying) {
+        reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
         reply = await assistant.reply(accountId, content, history, settings);
         if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
@@ -252,10 +252,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       return db.transaction().execute(async (trx) => {
         const at = Math.max(clock.now(), c.last_message_at);
         const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
-        const byWorkflow = reply.kind === 'answer' && workflowReply !== null && text === workflowReply ? replying!.id : null;
+        // The workflow's reply went out as is (not folded into the thank-you for contact details).
+        const byWorkflow = replying && !contactEmail ? replying.id : null;
         const assistantMsg = assistantMessage(accountId, id, text, sources, at, byWorkflow);
         // A workflow's reply handles the message as an answer from the knowledge base does.
-        const answered = sources.length > 0 || (reply.kind === 'answer' && !escalating && !contactEmail);
+        const answered = sources.length > 0 || byWorkflow !== null;
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,

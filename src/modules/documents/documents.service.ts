@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Transact } from '../../db/group-commit.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
-import { invalidRequest, notFound } from '../../http/errors.js';
+import { notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
@@ -16,10 +16,6 @@ const toRecord = (r: DocumentsTable) => ({
   createdAt: toIso(r.created_at),
   updatedAt: toIso(r.updated_at),
 });
-
-function rejectBlank(field: string, value: string | undefined) {
-  if (value !== undefined && value.trim() === '') throw invalidRequest(`body.${field} must not be blank`);
-}
 
 /** `transact` runs each write transaction; the context passes a group-committing one (db/group-commit.ts). */
 export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => db.transaction().execute(fn)) {
@@ -42,8 +38,8 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
     },
 
     async create(accountId: string, body: CreateDocumentBody) {
-      rejectBlank('title', body.title);
-      rejectBlank('content', body.content);
+      rejectBlank('body.title', body.title);
+      rejectBlank('body.content', body.content);
       const now = clock.now();
       const row: DocumentsTable = {
         id: newId('doc', now),
@@ -62,8 +58,8 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
     },
 
     async update(accountId: string, id: string, body: UpdateDocumentBody) {
-      rejectBlank('title', body.title);
-      rejectBlank('content', body.content);
+      rejectBlank('body.title', body.title);
+      rejectBlank('body.content', body.content);
       const row = await transact(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('document', id);

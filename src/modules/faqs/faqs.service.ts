@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
-import { invalidRequest, notFound } from '../../http/errors.js';
+import { notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
@@ -17,10 +17,9 @@ export const toFaqRecord = (r: FaqsTable) => ({
   updatedAt: toIso(r.updated_at),
 });
 
-function rejectBlank(body: { question?: string | undefined; answer?: string | undefined }) {
-  for (const field of ['question', 'answer'] as const) {
-    if (body[field] !== undefined && body[field].trim() === '') throw invalidRequest(`body.${field} must not be blank`);
-  }
+function rejectBlanks(body: { question?: string | undefined; answer?: string | undefined }) {
+  rejectBlank('body.question', body.question);
+  rejectBlank('body.answer', body.answer);
 }
 
 export function createFaqsService(db: Kysely<DB>, clock: Clock) {
@@ -39,7 +38,7 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
 
     /** Also used by rundowns to file suggested FAQs as pending, inside their own transaction. */
     async create(accountId: string, body: CreateFaqBody, trx?: Kysely<DB>) {
-      rejectBlank(body);
+      rejectBlanks(body);
       const now = clock.now();
       const row: FaqsTable = {
         id: newId('faq', now),
@@ -61,7 +60,7 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
     },
 
     async update(accountId: string, id: string, body: UpdateFaqBody) {
-      rejectBlank(body);
+      rejectBlanks(body);
       const row = await db.transaction().execute(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('faq', id);

@@ -8,6 +8,7 @@ import { parseIsoInstant } from '../../lib/iso-time.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
 import { detectHandoff, smallTalkKind } from '../assistant/intent.js';
+import { EMAIL_IN_TEXT } from '../assistant/text.js';
 import type { FaqsService } from '../faqs/faqs.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import { rundownsRepository as repo, type Period } from './rundowns.repository.js';
@@ -28,7 +29,6 @@ export const SUGGESTED_CATEGORY = 'suggested';
  * questions that use it. The category `suggested` and the docs tell the owner what to do.
  */
 export const PLACEHOLDER_ANSWER = 'TBD';
-const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 
 /** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
 export function normaliseQuestion(text: string): string {

@@ -28,7 +28,6 @@ export interface EmittedEvent {
   createdAt: number;
 }
 
-/** Called after an event row is written, inside the same transaction (the webhooks module fans out deliveries). */
 /** Creates the deliveries of events just emitted together (in order), inside the emitting transaction. */
 export type EventFanout = (conn: Conn, accountId: string, events: readonly EmittedEvent[]) => Promise<void>;
 

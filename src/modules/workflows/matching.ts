@@ -17,7 +17,7 @@
  *   no shape);
  * - an email field falls back to the email the conversation already knows (given at start or as contact).
  */
-import { analyze, editDistance, normalize } from '../assistant/text.js';
+import { analyze, EMAIL_IN_TEXT as EMAIL, editDistance, normalize } from '../assistant/text.js';
 import type { Field } from './workflows.schemas.js';
 
 export interface CompiledTrigger {
@@ -27,7 +27,6 @@ export interface CompiledTrigger {
   phrase: string;
 }
 
-const EMAIL = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 const PHONE = /(?:\+?\d[\d\s().-]{5,20}\d)/;
 const NUMBER = /-?\d+(?:[.,]\d+)*/;
 /** Customer text is cut to this before a pattern runs on it: owner patterns meet untrusted input. */

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, WorkflowsTable } from '../../db/schema.js';
-import { invalidRequest, notFound } from '../../http/errors.js';
+import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { EventBus } from '../webhooks/events.js';
@@ -32,10 +32,10 @@ export interface MatchedWorkflow {
 
 /** Rules JSON Schema cannot say: non-blank text, unique keys, patterns that are safe to run. */
 function check(body: { name?: string | undefined; triggers?: string[] | undefined; fields?: Field[] | undefined; reply?: string | null | undefined }) {
-  if (body.name !== undefined && body.name.trim() === '') throw invalidRequest('body.name must not be blank');
-  if (body.reply != null && body.reply.trim() === '') throw invalidRequest('body.reply must not be blank');
+  rejectBlank('body.name', body.name);
+  rejectBlank('body.reply', body.reply);
   body.triggers?.forEach((t, i) => {
-    if (t.trim() === '') throw invalidRequest(`body.triggers/${i} must not be blank`);
+    rejectBlank(`body.triggers/${i}`, t);
     const c = compileTrigger(t);
     if (c.terms.length === 0 && c.phrase === '') throw invalidRequest(`body.triggers/${i} must contain a word`);
   });
