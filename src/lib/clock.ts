@@ -27,6 +27,11 @@ const MS_PER_DAY = 86_400_000;
 /** 9999-12-31T23:59:59.999Z; later (and negative) instants use Date's extended-year format. */
 const MAX_FAST = 253_402_300_799_999;
 
+/** A record's next updatedAt: now, but always after the previous one, even within the same millisecond. */
+export function nextUpdateTime(clock: Clock, previous: number): number {
+  return Math.max(clock.now(), previous + 1);
+}
+
 /**
  * Unix ms → `YYYY-MM-DDTHH:mm:ss.sssZ`, exactly what `new Date(ms).toISOString()` answers, at a fraction of
  * the cost: a list page formats 40 of these, and Date construction plus toISOString was 5% of a list request

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Transact } from '../../db/group-commit.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 import { notFound, rejectBlank } from '../../http/errors.js';
-import { toIso, type Clock } from '../../lib/clock.js';
+import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
 import { documentsRepository as repo } from './documents.repository.js';
@@ -63,9 +63,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
       const row = await transact(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('document', id);
-        // updatedAt always moves forward, even when two updates land within the same millisecond.
-        const updatedAt = Math.max(clock.now(), current.updated_at + 1);
-        const patch = { ...body, updated_at: updatedAt };
+        const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
         await repo.update(trx, accountId, id, patch);
         await accountsRepository.bumpKnowledgeVersion(trx, accountId);
         return { ...current, ...patch };

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
 import { notFound, rejectBlank } from '../../http/errors.js';
-import { toIso, type Clock } from '../../lib/clock.js';
+import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
 import { faqsRepository as repo } from './faqs.repository.js';
@@ -64,7 +64,7 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
       const row = await db.transaction().execute(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('faq', id);
-        const patch = { ...body, updated_at: Math.max(clock.now(), current.updated_at + 1) };
+        const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
         await repo.update(trx, accountId, id, patch);
         await accountsRepository.bumpKnowledgeVersion(trx, accountId);
         return { ...current, ...patch };

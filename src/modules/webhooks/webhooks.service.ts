@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
 import { ApiError, invalidRequest, notFound } from '../../http/errors.js';
-import { toIso, type Clock } from '../../lib/clock.js';
+import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import type { DeliveryEngine } from './delivery.js';
@@ -191,7 +191,7 @@ export function createWebhooksService(
       const row = await db.transaction().execute(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('webhook', id);
-        const now = Math.max(clock.now(), current.updated_at + 1);
+        const now = nextUpdateTime(clock, current.updated_at);
         const patch: Partial<WebhooksTable> = { updated_at: now };
         if (body.url !== undefined) patch.url = body.url;
         if (events) patch.events = JSON.stringify(events);

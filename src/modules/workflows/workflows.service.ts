@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, WorkflowsTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
-import { toIso, type Clock } from '../../lib/clock.js';
+import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { EventBus } from '../webhooks/events.js';
 import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem, type CompiledTrigger } from './matching.js';
@@ -120,7 +120,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
           ...(body.fields !== undefined ? { fields: JSON.stringify(body.fields) } : {}),
           ...(body.reply !== undefined ? { reply: body.reply } : {}),
           ...(body.enabled !== undefined ? { enabled: body.enabled ? 1 : 0 } : {}),
-          updated_at: Math.max(clock.now(), current.updated_at + 1),
+          updated_at: nextUpdateTime(clock, current.updated_at),
         };
         await repo.update(trx, accountId, id, patch);
         return { ...current, ...patch };
