@@ -125,7 +125,7 @@ export function cliSuite(dialect: DialectName) {
       assert.equal(first.code, 0, first.stderr);
       assert.deepEqual(oneJson(first), { applied: Object.keys(migrations) });
       const second = await cli(['migrate'], env);
-      assert.equal(second.code, 0);
+      assert.equal(second.code, 0, second.stderr);
       assert.match(second.stdout, /up to date/);
     });
 
