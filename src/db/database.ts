@@ -1,7 +1,20 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  type SchemaMetadata,
+  type SqliteDatabase,
+  type SqliteStatement,
+  type TableMetadata,
+} from 'kysely';
 import pg from 'pg';
 import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
@@ -86,8 +99,43 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     max: opts.poolSize ?? 10,
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', url, ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
+}
+
+/**
+ * The migrator asks the introspector whether its own tables exist, and Kysely's PostgreSQL introspector reads
+ * every table of every schema, calling has_schema_privilege() and pg_get_serial_sequence() on each. A schema
+ * or table dropped elsewhere in the same database while that query runs (another deployment, a parallel test
+ * run) makes those calls fail with 3F000, 42P01 or 42703 naming an object that is not ours, and the migration
+ * fails. Only the schema we migrate matters, so the introspector looks at nothing else; no caller needs the
+ * column list, so it is not read.
+ */
+class CurrentSchemaIntrospector implements DatabaseIntrospector {
+  readonly #db: Kysely<any>;
+  constructor(db: Kysely<any>) {
+    this.#db = db;
+  }
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(this.#db);
+    return rows;
+  }
+  async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ name: string; schema: string; kind: string }>`
+      select c.relname as name, n.nspname as schema, c.relkind as kind
+      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')`.execute(this.#db);
+    return rows.map((r) => ({ name: r.name, schema: r.schema, isView: r.kind === 'v', columns: [] }));
+  }
+  async getMetadata(): Promise<DatabaseMetadata> {
+    return { tables: await this.getTables() };
+  }
+}
+
+class CurrentSchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new CurrentSchemaIntrospector(db);
+  }
 }
 
 export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
@@ -100,14 +148,7 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
     migrationTableSchema = rows[0]?.s;
   }
   const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator.migrateToLatest();
-    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-    // Kysely's check for its own tables scans the catalog of every schema; another schema of the same database
-    // being dropped at that moment (a finished test run, a removed deployment) fails the scan with 3F000
-    // naming that other schema. Nothing was applied then, so it is safe to look again.
-    const otherSchemaDropped = (error as { code?: string }).code === '3F000' && !String((error as Error).message).includes(`"${migrationTableSchema}"`);
-    if (!otherSchemaDropped || attempt >= 10) throw error instanceof Error ? error : new Error(String(error));
-    await new Promise((r) => setTimeout(r, 20 * attempt));
-  }
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
