@@ -17,5 +17,10 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=4', ...files], { stdio: 'inherit' });
+// The CLI tests run bin/parley.js, which runs the build: build first so they test these sources.
+if (files.some((f) => f.includes(join('test', 'cli')))) {
+  const b = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  if (b.status !== 0) process.exit(b.status ?? 1);
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-timeout=180000', '--test-force-exit', ...files], { stdio: 'inherit' });
 process.exit(r.status ?? 1);
