@@ -5,6 +5,8 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
+  /** SQLite's commit durability: `full` survives an OS crash or power loss, `normal` only a process crash. */
+  sqliteSynchronous: 'full' | 'normal';
   redisUrl: string | null;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
@@ -64,6 +66,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     problems.push(`DATABASE_URL=${JSON.stringify(databaseUrl)}: must start with sqlite: or postgres://`);
   }
+  const sqliteSynchronous = str('SQLITE_SYNCHRONOUS', 'full').toLowerCase();
+  if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') {
+    problems.push(`SQLITE_SYNCHRONOUS=${JSON.stringify(sqliteSynchronous)}: must be full or normal`);
+  }
   const redisUrl = str('REDIS_URL', '') || null;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
     problems.push(`REDIS_URL=${JSON.stringify(redisUrl)}: must start with redis:// or rediss://`);
@@ -89,6 +95,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: int('PORT', 3000, 0, 65535),
     host: str('HOST', '127.0.0.1'),
     databaseUrl,
+    sqliteSynchronous: sqliteSynchronous === 'normal' ? 'normal' : 'full',
     redisUrl,
     webhookRetryDelaysMs,
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s'),

@@ -41,7 +41,7 @@ function intFlag(name: string, v: string | undefined): number | undefined {
 }
 
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {
     await migrateToLatest(database.db, database.schema);
     return await fn(createContext(config, database, systemClock));
@@ -102,7 +102,7 @@ export async function main(argv: string[]): Promise<number> {
       await (await import('./serve.js')).runWorker(config, { json });
       return 0;
     case 'migrate': {
-      const database = openDatabase(config.databaseUrl);
+      const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
       try {
         const applied = await migrateToLatest(database.db, database.schema);
         out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

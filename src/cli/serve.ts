@@ -26,7 +26,7 @@ function onShutdown(fn: () => Promise<void>) {
 }
 
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   await migrateToLatest(database.db, database.schema);
   const log = createLogger(config.logLevel);
   const ctx = createContext(config, database, systemClock, log);
@@ -56,7 +56,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 }
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   await migrateToLatest(database.db, database.schema);
   const log = createLogger(config.logLevel);
   const ctx = createContext(config, database, systemClock, log);

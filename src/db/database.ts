@@ -62,6 +62,8 @@ export interface DatabaseOptions {
   /** PostgreSQL only: the schema to use (tests give each run its own). */
   schema?: string;
   poolSize?: number;
+  /** SQLite only (default `full`, see openDatabase). */
+  sqliteSynchronous?: 'full' | 'normal';
 }
 
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -69,10 +71,12 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     const file = url.slice('sqlite:'.length) || ':memory:';
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const sqlite = new SQLite(file);
-    // WAL lets readers run beside the single writer; NORMAL sync is durable across process crashes
-    // (only an OS crash can lose the last transactions), which is the trade SQLite's docs recommend for WAL.
+    // WAL lets readers run beside the single writer. FULL syncs the WAL at every commit, so a write we
+    // acknowledged survives an OS crash or power loss too; NORMAL (SQLite's suggestion for WAL, opt-in through
+    // SQLITE_SYNCHRONOUS) survives only a process crash. Group commit (group-commit.ts) shares one sync among
+    // the writes that arrive together, which is what makes FULL affordable (BENCHMARKS.md).
     sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma(`synchronous = ${opts.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
