@@ -12,11 +12,19 @@ export interface AccountsTable {
   plan: 'free' | 'pro' | 'business' | 'enterprise';
   rate_limit_minute: number | null;
   rate_limit_day: number | null;
-  /** Bumped in the same transaction as any change to documents or FAQs; caches compare against it. */
-  knowledge_version: Generated<number>;
   /** JSON: the assistant persona (name, greeting, tone). */
   assistant_settings: string | null;
   created_at: number;
+}
+
+/**
+ * The account's knowledge version is the sum of its rows' `n`: every change to documents or FAQs adds 1 to
+ * one row in the same transaction, and the assistant's in-process indexes compare against the sum.
+ */
+export interface KnowledgeVersionsTable {
+  account_id: string;
+  shard: number;
+  n: number;
 }
 
 export interface ApiKeysTable {
@@ -206,4 +214,5 @@ export interface DB {
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
   rundowns: RundownsTable;
+  knowledge_versions: KnowledgeVersionsTable;
 }

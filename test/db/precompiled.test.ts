@@ -20,7 +20,7 @@ const page = precompile((db, prefix: string, limit: number, offset: number) =>
 const bump = precompile((db, id: string) =>
   db
     .updateTable('accounts')
-    .set((eb) => ({ knowledge_version: eb('knowledge_version', '+', 1) }))
+    .set((eb) => ({ created_at: eb('created_at', '+', 1) }))
     .where('id', '=', id),
 );
 
@@ -52,7 +52,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('run inside a transaction, and roll back with it', async () => {
-      const version = async () => (await t.db.selectFrom('accounts').select('knowledge_version').where('id', '=', 'acct_p0').executeTakeFirstOrThrow()).knowledge_version;
+      const version = async () => (await t.db.selectFrom('accounts').select('created_at').where('id', '=', 'acct_p0').executeTakeFirstOrThrow()).created_at;
       const v0 = await version();
       await t.db.transaction().execute(async (trx) => {
         const r = await bump(trx, 'acct_p0');

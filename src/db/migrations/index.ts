@@ -4,6 +4,7 @@ import * as m0002 from './0002_conversation_figures.js';
 import * as m0003 from './0003_webhooks.js';
 import * as m0004 from './0004_workflows.js';
 import * as m0005 from './0005_rundowns.js';
+import * as m0006 from './0006_knowledge_versions.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ export const migrations: Record<string, Migration> = {
   '0003_webhooks': m0003,
   '0004_workflows': m0004,
   '0005_rundowns': m0005,
+  '0006_knowledge_versions': m0006,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -13,10 +13,6 @@ export const assistantRepository = {
   saveSettings(db: Conn, accountId: string, json: string) {
     return db.updateTable('accounts').set({ assistant_settings: json }).where('id', '=', accountId).execute();
   },
-  async knowledgeVersion(db: Conn, accountId: string) {
-    const row = await db.selectFrom('accounts').select(['knowledge_version']).where('id', '=', accountId).executeTakeFirst();
-    return row?.knowledge_version ?? 0;
-  },
   /**
    * Every document and FAQ with its status (changed since a time, if given). Only active documents and
    * approved FAQs are ever cited; the others are indexed as evidence of unpublished topics.

@@ -5,6 +5,7 @@ import { answerWithFallback, OpenAiCompatibleProvider, type AnswerProvider } fro
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
+import { accountsRepository } from '../accounts/accounts.repository.js';
 import { DEFAULT_SETTINGS, type AssistantSettings, type UpdateAssistantSettingsBody } from './assistant.schemas.js';
 
 interface CachedIndex {
@@ -31,7 +32,7 @@ const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
 });
 
 /**
- * One in-process index per account, kept in step with the account's knowledge_version. The version is read
+ * One in-process index per account, kept in step with the account's knowledge version. The version is read
  * on every reply (one indexed lookup), so a change made through any API node is seen by every node on its
  * next message. A changed version refreshes the index incrementally (rows changed since the watermark are
  * upserted with their status, deleted ids are removed) rather than rebuilding it: a 10,000-document rebuild takes
@@ -65,7 +66,7 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
   }
 
   async function indexFor(accountId: string): Promise<KnowledgeIndex> {
-    const version = await repo.knowledgeVersion(db, accountId);
+    const version = await accountsRepository.knowledgeVersion(db, accountId);
     const hit = cache.get(accountId);
     if (hit && hit.version === version) return hit.index;
     // One build or refresh per account at a time; concurrent replies wait for it.
