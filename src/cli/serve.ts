@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { buildApp } from '../app.js';
 import { createContext } from '../context.js';
-import { createLogger } from '../lib/log.js';
+import { createLogger, type Logger } from '../lib/log.js';
 import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
@@ -25,10 +25,18 @@ function onShutdown(fn: () => Promise<void>) {
   process.on('SIGINT', () => handler('SIGINT'));
 }
 
+/** The database as a long-running process opens it: lost connections are logged, not fatal. */
+function openFor(config: Config, log: Logger) {
+  return openDatabase(config.databaseUrl, {
+    sqliteSynchronous: config.sqliteSynchronous,
+    onConnectionError: (err) => log.warn({ err: err.message }, 'PostgreSQL connection lost; the pool opens a new one on next use'),
+  });
+}
+
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  await migrateToLatest(database.db, database.schema);
   const log = createLogger(config.logLevel);
+  const database = openFor(config, log);
+  await migrateToLatest(database.db, database.schema);
   const ctx = createContext(config, database, systemClock, log);
   const app = await buildApp(ctx, { loggerInstance: log });
   const worker = opts.worker ? createWorker(workerTasks(ctx), log) : null;
@@ -56,9 +64,9 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 }
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  await migrateToLatest(database.db, database.schema);
   const log = createLogger(config.logLevel);
+  const database = openFor(config, log);
+  await migrateToLatest(database.db, database.schema);
   const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
   worker.start();

@@ -64,6 +64,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** SQLite only (default `full`, see openDatabase). */
   sqliteSynchronous?: 'full' | 'normal';
+  /** PostgreSQL only: an idle pooled connection was closed by the server or the network (default: a line on stderr). */
+  onConnectionError?: (err: Error) => void;
 }
 
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -103,6 +105,11 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     max: opts.poolSize ?? 10,
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
   });
+  // A connection the server or the network closes while it sits idle in the pool (a restart, a failover,
+  // idle_session_timeout, a proxy's timeout) makes the pool emit 'error': without a listener Node treats it as
+  // an unhandled error and the process dies. The pool has already dropped that connection; the next query
+  // opens a new one, and a query that was running on it fails by itself and is answered as a 500.
+  pool.on('error', opts.onConnectionError ?? ((err) => process.stderr.write(`parley: a PostgreSQL connection was lost (${err.message}); it will be reopened\n`)));
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', url, ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
 }

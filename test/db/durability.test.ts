@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import { PG_URL } from '../helpers/db.js';
 
 // SQLite only: PostgreSQL's commit durability is the server's own setting (synchronous_commit, on by default).
 test('SQLITE_SYNCHRONOUS: full unless the operator chooses normal; anything else is refused naming the variable', () => {
@@ -28,5 +31,29 @@ test('a SQLite file database syncs every commit (FULL) by default, NORMAL only w
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// PostgreSQL only: SQLite has no connections to lose.
+test('a pooled PostgreSQL connection closed by the server is reported, not fatal, and the next query reconnects (postgres)', async () => {
+  const schema = `lost_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const lost: string[] = [];
+  const database = openDatabase(PG_URL, { schema, poolSize: 1, onConnectionError: (err) => lost.push(err.message) });
+  try {
+    const pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]!.pid;
+    // The connection is idle in the pool now; a restart or failover looks like this to the pool.
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    const deadline = Date.now() + 5_000;
+    while (lost.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(lost.length, 1, 'the lost connection was reported');
+    const again = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]!.pid;
+    assert.notEqual(again, pid, 'a new connection answered');
+  } finally {
+    await database.close();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
   }
 });
