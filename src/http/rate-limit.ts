@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AuthContext } from '../modules/accounts/accounts.schemas.js';
+import { silentLogger, type Logger } from '../lib/log.js';
 import { ApiError } from './errors.js';
 
 export interface RateLimitOutcome {
@@ -9,17 +10,37 @@ export interface RateLimitOutcome {
 
 const WINDOWS = { minute: 60, day: 86_400 } as const;
 
+/** How long a rate-limit command may wait for Redis before this node falls back to its own counters. */
+const REDIS_COMMAND_TIMEOUT_MS = 500;
+/** At most one "Redis is failing" warning per this period, however many requests fall back. */
+const FALLBACK_LOG_INTERVAL_MS = 60_000;
+
 /**
  * Two fixed windows per account (minute and day). Counters live in memory, or in Redis when REDIS_URL is set
- * so that every API node draws on the same quota; if Redis stops answering, an in-memory limiter takes over
- * for that node rather than failing requests.
+ * so that every API node draws on the same quota. If Redis fails or stops answering (a command gets
+ * REDIS_COMMAND_TIMEOUT_MS), the request is counted in this node's memory instead of failing or waiting, and
+ * the operator is told: limits are per node until Redis is back.
  */
-export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: string }) {
+export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: string; log?: Logger }) {
+  const log = opts.log ?? silentLogger;
   const redis = opts.redisUrl
-    ? new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: false })
     : null;
-  redis?.on('error', () => {
-    /* reported through the insurance limiter taking over; ioredis reconnects by itself */
+  let lastFallbackLog = -Infinity;
+  let fallingBack = false;
+  const fellBack = (err: unknown) => {
+    const now = Date.now();
+    fallingBack = true;
+    if (now - lastFallbackLog < FALLBACK_LOG_INTERVAL_MS) return;
+    lastFallbackLog = now;
+    log.warn({ err: (err as Error)?.message ?? String(err) }, 'Redis unavailable for rate limits: each node counts on its own until it is back');
+  };
+  redis?.on('error', (err) => fellBack(err)); // ioredis reconnects by itself
+  redis?.on('ready', () => {
+    if (!fallingBack) return;
+    fallingBack = false;
+    lastFallbackLog = -Infinity;
+    log.info({}, 'Redis is back: rate limits are shared again');
   });
   const limiters = new Map<string, RateLimiterAbstract>();
   const prefix = opts.keyPrefix ?? 'parley:rl';
@@ -29,9 +50,7 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
     let limiter = limiters.get(id);
     if (!limiter) {
       const common = { points, duration: WINDOWS[window], keyPrefix: `${prefix}:${window}` };
-      limiter = redis
-        ? new RateLimiterRedis({ ...common, storeClient: redis, insuranceLimiter: new RateLimiterMemory(common) })
-        : new RateLimiterMemory(common);
+      limiter = redis ? new RateLimiterRedis({ ...common, storeClient: redis }) : new RateLimiterMemory(common);
       limiters.set(id, limiter);
     }
     return limiter;
@@ -62,13 +81,12 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
     c.consumed += 1;
     return { remaining: Math.max(0, points - c.consumed), msBeforeNext: c.expiresAt - now, limited: c.consumed > points };
   }
-  // Expired counters are dropped now and then, so accounts that stopped calling do not stay in memory.
-  const sweeper = redis
-    ? null
-    : setInterval(() => {
-        const now = Date.now();
-        for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
-      }, 60_000).unref();
+  // Expired counters are dropped now and then, so accounts that stopped calling do not stay in memory (with
+  // Redis, these are the counters of the times it failed).
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
+  }, 60_000).unref();
 
   function outcome(
     auth: AuthContext,
@@ -112,26 +130,39 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
         return outcome(auth, minute, () => takeNow('day', auth.limits.day, auth.accountId, now), now);
       }
       return (async () => {
-        const m = await take('minute', auth.limits.minute, auth.accountId);
+        let m: Awaited<ReturnType<typeof take>>;
+        try {
+          m = await take('minute', auth.limits.minute, auth.accountId);
+        } catch (err) {
+          // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
+          fellBack(err);
+          const now = Date.now();
+          return outcome(auth, takeNow('minute', auth.limits.minute, auth.accountId, now), () => takeNow('day', auth.limits.day, auth.accountId, now), now);
+        }
         const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
         return outcome(
           auth,
           minute,
           async () => {
-            const d = await take('day', auth.limits.day, auth.accountId);
-            return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
+            try {
+              const d = await take('day', auth.limits.day, auth.accountId);
+              return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
+            } catch (err) {
+              fellBack(err);
+              return takeNow('day', auth.limits.day, auth.accountId, Date.now());
+            }
           },
           Date.now(),
         );
       })();
     },
-    /** Resolves once Redis is connected (at once without Redis); until then the insurance limiter answers. */
+    /** Resolves once Redis is connected (at once without Redis); until then this node's counters answer. */
     ready(): Promise<void> {
       if (!redis || redis.status === 'ready') return Promise.resolve();
       return new Promise((resolve) => redis.once('ready', () => resolve()));
     },
     async close() {
-      if (sweeper) clearInterval(sweeper);
+      clearInterval(sweeper);
       if (redis) await redis.quit().catch(() => redis.disconnect());
     },
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
@@ -166,7 +166,49 @@ describe('rate limits with Redis', () => {
     }
   });
 
-  test('Redis unreachable: requests are still served and limited by the in-memory insurance limiter', async () => {
+  test('Redis that stops answering (frozen, partitioned): requests fall back to this node within a moment, and the operator is told', async () => {
+    // A TCP relay to the real Redis that can stop passing bytes: the connection stays open, nothing answers.
+    let frozen = false;
+    const sockets: Socket[] = [];
+    const relay = createServer((client) => {
+      const upstream = createConnection({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
+      sockets.push(client, upstream);
+      client.on('data', (b) => frozen || upstream.write(b));
+      upstream.on('data', (b) => frozen || client.write(b));
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const warnings: string[] = [];
+    const log = { info() {}, error() {}, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
+    const url = `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const node = await createTestApp('sqlite', { redisUrl: url, keyPrefix: `${keyPrefix}:frozen`, log });
+    try {
+      await node.limiter.ready();
+      const { key } = await node.account({ minute: 3, day: 1000 });
+      const a = await node.request('GET', '/v1/documents', { key });
+      assert.equal(a.headers.get('x-ratelimit-remaining'), '2');
+      frozen = true;
+      const started = Date.now();
+      const b = await node.request('GET', '/v1/documents', { key });
+      assert.equal(b.status, 200);
+      assert.ok(Date.now() - started < 3_000, `answered after ${Date.now() - started} ms`);
+      assert.equal(b.headers.get('x-ratelimit-limit'), '3');
+      assert.ok(warnings.some((w) => /Redis unavailable/.test(w)), `warned: ${JSON.stringify(warnings)}`);
+      // Still limited while Redis is away, by this node's counters.
+      await node.request('GET', '/v1/documents', { key });
+      await node.request('GET', '/v1/documents', { key });
+      assert.equal((await node.request('GET', '/v1/documents', { key })).status, 429);
+    } finally {
+      frozen = false;
+      for (const s of sockets) s.destroy();
+      await node.close();
+      await new Promise((r) => relay.close(r));
+    }
+  });
+
+  test("Redis unreachable: requests are still served and limited by this node's counters", async () => {
     const down = await createTestApp('sqlite', { redisUrl: 'redis://127.0.0.1:1', keyPrefix: `${keyPrefix}:down` });
     try {
       const { key } = await down.account({ minute: 2, day: 1000 });
