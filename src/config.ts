@@ -20,6 +20,14 @@ export interface Config {
   llm: { baseUrl: string; apiKey: string | null; model: string; timeoutMs: number } | null;
 }
 
+/** Node's setTimeout honours at most 2^31-1 ms (~596h); 500h leaves room for the margins added to timeouts. */
+const MAX_TIMER_MS = 500 * 3_600_000;
+
+/** Error messages end up in logs and terminals: a URL's password never does. */
+function withoutPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n  ${problems.join('\n  ')}`);
@@ -45,11 +53,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
     return n;
   };
-  const duration = (name: string, fallback: string, allowZero = false) => {
+  const duration = (name: string, fallback: string, opts: { allowZero?: boolean; timer?: boolean } = {}) => {
     const raw = str(name, fallback);
     const ms = parseDuration(raw);
-    if (ms === null || ms < 0 || (ms === 0 && !allowZero)) {
+    if (ms === null || ms < 0 || (ms === 0 && !opts.allowZero)) {
       problems.push(`${name}=${JSON.stringify(raw)}: must be a positive duration such as 250ms, 30s, 5m or 2h`);
+      return parseDuration(fallback)!;
+    }
+    // Node's timers fire at once past 2^31-1 ms (with a warning each time): a "600h" timeout would time out
+    // every delivery, a "600h" poll interval would spin.
+    if (opts.timer && ms > MAX_TIMER_MS) {
+      problems.push(`${name}=${JSON.stringify(raw)}: must be at most 500h`);
       return parseDuration(fallback)!;
     }
     return ms;
@@ -64,7 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const databaseUrl = str('DATABASE_URL', 'sqlite:./data/parley.db');
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
-    problems.push(`DATABASE_URL=${JSON.stringify(databaseUrl)}: must start with sqlite: or postgres://`);
+    problems.push(`DATABASE_URL=${JSON.stringify(withoutPassword(databaseUrl))}: must start with sqlite: or postgres://`);
   }
   const sqliteSynchronous = str('SQLITE_SYNCHRONOUS', 'full').toLowerCase();
   if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') {
@@ -72,7 +86,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const redisUrl = str('REDIS_URL', '') || null;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
-    problems.push(`REDIS_URL=${JSON.stringify(redisUrl)}: must start with redis:// or rediss://`);
+    problems.push(`REDIS_URL=${JSON.stringify(withoutPassword(redisUrl))}: must start with redis:// or rediss://`);
   }
 
   const rawDelays = str('WEBHOOK_RETRY_DELAYS', DEFAULT_RETRY_DELAYS);
@@ -98,22 +112,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sqliteSynchronous: sqliteSynchronous === 'normal' ? 'normal' : 'full',
     redisUrl,
     webhookRetryDelaysMs,
-    webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s'),
+    webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
-    workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms'),
+    workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms', { timer: true }),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
-    authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', true),
+    authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', { allowZero: true }),
     logLevel: str('LOG_LEVEL', 'info'),
     llm: llmBase
       ? {
           baseUrl: llmBase.replace(/\/+$/, ''),
           apiKey: str('LLM_API_KEY', '') || null,
           model: str('LLM_MODEL', 'gpt-4o-mini'),
-          timeoutMs: duration('LLM_TIMEOUT', '10s'),
+          timeoutMs: duration('LLM_TIMEOUT', '10s', { timer: true }),
         }
       : null,
   };
+  // A host name or an IPv4/IPv6 address; anything else could only fail later, at listen, less clearly.
+  if (!/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(config.host)) {
+    problems.push(`HOST=${JSON.stringify(config.host)}: must be an IP address or a host name`);
+  }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(config.logLevel)}: must be one of fatal, error, warn, info, debug, trace, silent`);
   }

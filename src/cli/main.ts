@@ -24,14 +24,22 @@ Usage:
   parley keys create --account ID [--type server|public] [--scopes a,b,...]
   parley keys list --account ID
   parley keys revoke ID
-  parley webhooks verify --secret S --signature sha256=H [--body-file F]
+  parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]
                                       check a received delivery's X-Service-Signature
-                                      (body from F, or stdin); prints ok or fail, exit 0 or 1
+                                      (body from B, F, or stdin); prints ok or fail, exit 0 or 1
 
 Every command accepts --json (one JSON object on stdout, nothing else there).
 Configuration comes from the environment: see README.md.`;
 
 class UsageError extends Error {}
+
+function readBodyFile(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new UsageError(`cannot read --body-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
 
 function intFlag(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -82,11 +90,12 @@ export async function main(argv: string[]): Promise<number> {
     return cmd || values.help ? 0 : 2;
   }
   if (cmd === 'webhooks') {
-    if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body-file F]');
+    if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]');
     if (!values.secret) throw new UsageError('--secret is required');
     if (!values.signature) throw new UsageError('--signature is required (the X-Service-Signature header value)');
+    if (values.body !== undefined && values['body-file'] !== undefined) throw new UsageError('give the body with --body or --body-file, not both');
     // The raw bytes: any re-encoding of the body would change the HMAC.
-    const body = values['body-file'] !== undefined ? readFileSync(values['body-file']) : readFileSync(0);
+    const body = values.body !== undefined ? Buffer.from(values.body, 'utf8') : values['body-file'] !== undefined ? readBodyFile(values['body-file']) : readFileSync(0);
     const r = verifyDelivery({ secret: values.secret, body, headers: { 'x-service-signature': values.signature } });
     out(r.ok ? { ok: true } : { ok: false, reason: r.reason }, r.ok ? 'ok' : `fail (${r.reason})`);
     return r.ok ? 0 : 1;
@@ -159,11 +168,10 @@ export async function main(argv: string[]): Promise<number> {
       return withContext(config, async (ctx) => {
         if (sub === 'create') {
           if (!values.account) throw new UsageError('--account is required');
-          const key = await ctx.services.accounts.createKey({
-            accountId: values.account,
-            type: values.type,
-            scopes: values.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
-          });
+          const scopes = values.scopes?.split(',').map((s) => s.trim()).filter(Boolean);
+          // An empty list is a mistake, not a request for every scope (leaving --scopes out is).
+          if (scopes && scopes.length === 0) throw new UsageError('--scopes must list at least one scope; leave it out for all of them');
+          const key = await ctx.services.accounts.createKey({ accountId: values.account, type: values.type, scopes });
           out(key, `Created ${key.type} key ${key.id} with scopes ${key.scopes.join(' ')}.\nSecret (shown once):\n\n  ${key.key}\n`);
           return 0;
         }
@@ -194,11 +202,13 @@ export async function run(argv: string[]) {
   try {
     process.exitCode = await main(argv);
   } catch (err) {
+    const startup = (err as Error).name === 'StartupError';
     const known = err instanceof AccountsError || err instanceof UsageError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    const message = known ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
+    const message = known || startup ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
     if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.stderr.write(`parley: ${message}\n`);
-    process.exitCode = known ? 2 : 1;
+    // A failed command ends the process, whatever it left open (a pool, a timer): `serve` must not linger.
+    process.exit(known ? 2 : 1);
   }
 }
 

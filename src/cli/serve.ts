@@ -7,6 +7,28 @@ import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
 import { createWorker } from '../worker/worker.js';
 
+/** A start-up failure the operator can fix (a port in use, an address not on this machine). */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+function listenProblem(err: NodeJS.ErrnoException, config: Config): string {
+  const where = `${config.host}:${config.port} (HOST, PORT)`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `cannot listen on ${where}: the port is already in use`;
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on ${where}: the address is not one of this machine's`;
+    case 'EACCES':
+      return `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot listen on ${where}: the host name does not resolve`;
+    default:
+      return `cannot listen on ${where}: ${err.message}`;
+  }
+}
+
 function onShutdown(fn: () => Promise<void>) {
   let stopping = false;
   const handler = (signal: string) => {
@@ -50,7 +72,15 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     );
   }
 
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    // Close what is open (database, Redis, the checkpoint thread) so the process ends instead of idling.
+    await app.close().catch(() => undefined);
+    await database.close().catch(() => undefined);
+    throw new StartupError(listenProblem(err as NodeJS.ErrnoException, config));
+  }
   worker?.start();
   if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
   else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);

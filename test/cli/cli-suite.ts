@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createHmac, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -340,6 +341,11 @@ export function cliConfigSuite() {
         ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe', /WEBHOOK_ALLOW_PRIVATE_URLS/],
         ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
         ['WORKER_POLL_INTERVAL', '0', /WORKER_POLL_INTERVAL="0": must be a positive duration/],
+        // Past Node's timer limit a timeout fires at once and a poll interval spins.
+        ['WEBHOOK_TIMEOUT', '600h', /WEBHOOK_TIMEOUT="600h": must be at most 500h/],
+        ['WORKER_POLL_INTERVAL', '600h', /WORKER_POLL_INTERVAL="600h": must be at most 500h/],
+        ['HOST', 'bad host', /HOST="bad host": must be an IP address or a host name/],
+        ['SQLITE_SYNCHRONOUS', 'off', /SQLITE_SYNCHRONOUS="off": must be full or normal/],
       ] as const;
       const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
       results.forEach((r, i) => {
@@ -354,6 +360,67 @@ export function cliConfigSuite() {
       const both = await cli(['migrate'], { ...env, PORT: '-1', CONVERSATION_IDLE_TIMEOUT: '0' });
       assert.match(both.stderr, /PORT/);
       assert.match(both.stderr, /CONVERSATION_IDLE_TIMEOUT/, 'every bad variable named at once');
+    });
+
+    test('a URL with a password is never echoed with it', async () => {
+      const [db, redis] = await Promise.all([
+        cli(['migrate'], { DATABASE_URL: 'mysql://app:Sup3rSecret@db/prod' }),
+        cli(['migrate'], { ...env, REDIS_URL: 'http://:R3disPw@cache:6379' }),
+      ]);
+      assert.match(db.stderr, /DATABASE_URL="mysql:\/\/app:\*\*\*@db\/prod"/);
+      assert.match(redis.stderr, /REDIS_URL="http:\/\/:\*\*\*@cache:6379"/);
+      assert.doesNotMatch(db.stderr + redis.stderr, /Sup3rSecret|R3disPw/);
+    });
+
+    test('serve that cannot listen says why, naming HOST and PORT, and exits', async () => {
+      const busy = createServer(() => undefined);
+      await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+      const port = String((busy.address() as AddressInfo).port);
+      try {
+        const started = Date.now();
+        const r = await cli(['serve'], { DATABASE_URL: 'sqlite::memory:', PORT: port, LOG_LEVEL: 'silent' });
+        assert.equal(r.code, 1);
+        assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port} \\(HOST, PORT\\): the port is already in use`));
+        assert.doesNotMatch(r.stderr, /unexpected error|at \S+:\d+/);
+        assert.ok(Date.now() - started < 15_000);
+      } finally {
+        busy.close();
+      }
+    });
+
+    test('webhooks verify takes the body from --body, --body-file or stdin; keys create refuses an empty --scopes', async () => {
+      const body = '{"event":"test"}';
+      const signature = `sha256=${createHmac('sha256', 'secret123').update(body).digest('hex')}`;
+      const dir = mkdtempSync(join(tmpdir(), 'parley-verify-'));
+      try {
+        writeFileSync(join(dir, 'body.json'), body);
+        const [inline, file, missing, both] = await Promise.all([
+          cli(['webhooks', 'verify', '--secret', 'secret123', '--signature', signature, '--body', body, '--json'], env),
+          cli(['webhooks', 'verify', '--secret', 'secret123', '--signature', signature, '--body-file', join(dir, 'body.json')], env),
+          cli(['webhooks', 'verify', '--secret', 's', '--signature', 'x', '--body-file', join(dir, 'nope.json')], env),
+          cli(['webhooks', 'verify', '--secret', 's', '--signature', 'x', '--body', body, '--body-file', join(dir, 'body.json')], env),
+        ]);
+        assert.deepEqual(oneJson(inline), { ok: true });
+        assert.equal(inline.code, 0);
+        assert.equal(file.code, 0, file.stderr);
+        assert.equal(missing.code, 2);
+        assert.match(missing.stderr, /cannot read --body-file .*nope\.json: ENOENT/);
+        assert.equal(both.code, 2);
+        assert.match(both.stderr, /not both/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const db = await freshDatabase('sqlite');
+      try {
+        const acct = oneJson(await cli(['accounts', 'create', '--name', 'A', '--plan', 'pro', '--json'], { DATABASE_URL: db.url }));
+        const empty = await cli(['keys', 'create', '--account', acct.id, '--scopes', ''], { DATABASE_URL: db.url });
+        assert.equal(empty.code, 2);
+        assert.match(empty.stderr, /--scopes must list at least one scope/);
+        const keys = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], { DATABASE_URL: db.url }));
+        assert.equal(keys.keys.length, 0, 'no key was created');
+      } finally {
+        await db.cleanup();
+      }
     });
 
     test('unknown commands and flags are usage errors; --help prints usage', async () => {
