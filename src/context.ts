@@ -32,7 +32,11 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     dialect: database.dialect,
     clock,
     config,
-    sender: createUndiciSender({ allowPrivate: config.webhookAllowPrivateUrls, connectionsPerOrigin: PER_WEBHOOK }),
+    // No cap per origin in the sender: the engine already bounds requests in flight (per webhook and per
+    // worker), and a request that waited in the sender for a connection had its timeout running meanwhile:
+    // several webhooks on one receiver host got timeouts, duplicates and disabling from a receiver that
+    // answered every request in time.
+    sender: createUndiciSender({ allowPrivate: config.webhookAllowPrivateUrls, connectionsPerOrigin: null }),
     perWebhook: PER_WEBHOOK,
     pollIntervalMs: config.workerPollIntervalMs,
     ...(channel ? { listen: (onNotify: () => void) => listen(database.url, channel, onNotify, log) } : {}),

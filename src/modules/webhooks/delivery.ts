@@ -298,12 +298,19 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   function pump() {
     const stale: Array<{ d: ClaimedDelivery; claimedAt: number }> = [];
+    // Deliveries set aside for the lease check count towards their webhook's limit at once: counted only when
+    // they start (after the loop), a backlog of one webhook passed the check many times in one pass and put
+    // more than perWebhook of its requests in flight.
+    const setAside = new Map<string, number>();
+    const busy = (webhookId: string) => (perWebhookCount.get(webhookId) ?? 0) + (setAside.get(webhookId) ?? 0);
     for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight; ) {
       const item = queued[i]!;
-      if ((perWebhookCount.get(item.d.webhook_id) ?? 0) < perWebhook) {
+      if (busy(item.d.webhook_id) < perWebhook) {
         queued.splice(i, 1);
-        if (item.stale) stale.push(item);
-        else start(item.d, Promise.resolve(true));
+        if (item.stale) {
+          stale.push(item);
+          setAside.set(item.d.webhook_id, (setAside.get(item.d.webhook_id) ?? 0) + 1);
+        } else start(item.d, Promise.resolve(true));
       } else i++;
     }
     if (stale.length) {

@@ -45,8 +45,8 @@ export interface WebhookSender {
 export interface UndiciSenderOptions {
   /** WEBHOOK_ALLOW_PRIVATE_URLS */
   allowPrivate: boolean;
-  /** maximum concurrent connections per origin (default 10) */
-  connectionsPerOrigin?: number;
+  /** maximum concurrent connections per origin (default 10; null: no cap, the caller bounds concurrency) */
+  connectionsPerOrigin?: number | null;
   /** TCP/TLS connect timeout, ms (default 10 s; the overall request timeout still applies) */
   connectTimeoutMs?: number;
   /** User-Agent sent when the caller's headers do not set one */
@@ -156,7 +156,7 @@ export function createUndiciSender(opts: UndiciSenderOptions): ClosableWebhookSe
 
   const agent = new Agent({
     connect,
-    connections: opts.connectionsPerOrigin ?? 10,
+    connections: opts.connectionsPerOrigin === undefined ? 10 : opts.connectionsPerOrigin,
     pipelining: 1,
     keepAliveTimeout: 10_000,
     keepAliveMaxTimeout: 60_000,

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+import { startServer, type TestServer } from './helpers.js';
+import { startWorker, waitFor } from './delivery-helpers.js';
+
+// A receiver that answers every request in well under the timeout must never see a timeout, whatever the
+// backlog: an attempt's timeout covers the request, not a wait for a free connection inside Parley.
+for (const dialect of DIALECTS) {
+  describe(`webhook deliveries under a backlog (${dialect})`, () => {
+    const ANSWER_MS = 300;
+    let t: TestApp;
+    let key: string;
+    let accountId: string;
+    let rx: TestServer;
+    let worker: ReturnType<typeof startWorker> | undefined;
+    const open = new Map<string, number>();
+    const peak = new Map<string, number>();
+    before(async () => {
+      t = await createTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
+      ({ key, accountId } = await t.account());
+      rx = await startServer((req, res) => {
+        const path = req.url ?? '';
+        open.set(path, (open.get(path) ?? 0) + 1);
+        peak.set(path, Math.max(peak.get(path) ?? 0, open.get(path)!));
+        setTimeout(() => {
+          open.set(path, open.get(path)! - 1);
+          res.writeHead(200).end('ok');
+        }, ANSWER_MS);
+      });
+    });
+    after(async () => {
+      await worker?.stop();
+      await rx.close();
+      await t.close();
+    });
+
+    test('three webhooks on one receiver host, 60 events each: every attempt succeeds first time, at most 16 in flight per webhook', async () => {
+      const hooks: string[] = [];
+      for (const p of ['a', 'b', 'c']) {
+        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/${p}`, events: ['conversation.started'], secret: 'whsec_load_test' } });
+        hooks.push(r.body.data.id);
+      }
+      // The backlog is in place before the worker starts, as after a receiver outage or a restart.
+      await t.ctx.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 60; i++) await t.ctx.events.emit(trx, accountId, 'conversation.started', { conversationId: `conv_${i}`, customerId: `c${i}` });
+      });
+      worker = startWorker(t);
+      await waitFor(() => rx.received.length >= 180, 'every delivery received', 30_000);
+      // A failed attempt is retried only an hour later: wait for one recorded attempt per delivery.
+      await waitFor(async () => (await t.ctx.db.selectFrom('delivery_attempts').select('delivery_id').execute()).length >= 180, 'every attempt recorded', 10_000);
+      const attempts = await t.ctx.db.selectFrom('delivery_attempts').select(['error', 'status_code']).execute();
+      assert.equal(attempts.length, 180, 'one attempt per delivery');
+      assert.deepEqual(
+        attempts.filter((a) => a.status_code !== 200),
+        [],
+        'no attempt failed (a timeout here means it waited for a connection on the clock)',
+      );
+      const ids = rx.received.map((r) => r.headers['x-service-delivery-id']);
+      assert.equal(new Set(ids).size, 180, 'no delivery sent twice');
+      for (const p of ['/a', '/b', '/c']) assert.ok(peak.get(p)! <= 16, `${p}: ${peak.get(p)} requests in flight at once`);
+    });
+  });
+}
