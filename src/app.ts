@@ -49,6 +49,40 @@ function makeAjv(coerce: boolean) {
  * TypeBox types `limit`/`offset` as required so handlers see numbers, and ajv fills their defaults in; for a
  * client they are optional, so the published document says so.
  */
+const HEADER_DOCS = {
+  'X-Request-Id': { description: 'Identifies this request in the service logs (echoes a valid X-Request-Id sent by the client).', schema: { type: 'string' } },
+  'X-RateLimit-Limit': { description: "The account's requests per minute.", schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current minute window.', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the minute window resets.', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before retrying (429 only).', schema: { type: 'integer' } },
+} as const;
+const ref = (name: keyof typeof HEADER_DOCS) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * Response headers are not part of the route schemas (Fastify's serializer would see them), so they are added
+ * to the document here: X-Request-Id on every response; the rate-limit headers on every response of an
+ * authenticated request (a 401 was not counted); Retry-After on 429 (CONTRACT §3).
+ */
+function documentHeaders<T>(doc: T): T {
+  const d = doc as { components?: Record<string, unknown>; paths?: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>> };
+  d.components = { ...d.components, headers: HEADER_DOCS };
+  for (const item of Object.values(d.paths ?? {})) {
+    for (const op of Object.values(item)) {
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        response.headers = {
+          'X-Request-Id': ref('X-Request-Id'),
+          ...(status === '401'
+            ? {}
+            : { 'X-RateLimit-Limit': ref('X-RateLimit-Limit'), 'X-RateLimit-Remaining': ref('X-RateLimit-Remaining'), 'X-RateLimit-Reset': ref('X-RateLimit-Reset') }),
+          ...(status === '429' ? { 'Retry-After': ref('Retry-After') } : {}),
+          ...response.headers,
+        };
+      }
+    }
+  }
+  return doc;
+}
+
 function markDefaultedParamsOptional<T>(doc: T): T {
   const paths = (doc as { paths?: Record<string, Record<string, { parameters?: { required?: boolean; in: string; schema?: { default?: unknown } }[] }>> })
     .paths;
@@ -137,7 +171,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     },
     // Shared schemas get a component named after their $id (the default names them def-0, def-1…).
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transformObject: (doc) => markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
+    transformObject: (doc) => documentHeaders(markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject)),
   });
 
   registerChatCors(app);

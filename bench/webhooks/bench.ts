@@ -25,8 +25,9 @@ const pct = (xs: number[], p: number) => {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const url = process.argv[2] && process.argv[2] !== 'sqlite' ? process.argv[2] : `sqlite:${join(dir, 'bench.db')}`;
-  const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error' });
-  const database = openDatabase(url, { poolSize: 20 });
+  // SQLITE_SYNCHRONOUS=normal compares the two durability settings (default full, as the service runs).
+  const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error', SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS });
+  const database = openDatabase(url, { poolSize: 20, sqliteSynchronous: config.sqliteSynchronous });
   await migrateToLatest(database.db);
   const ctx = createContext(config, database, systemClock);
 

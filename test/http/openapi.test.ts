@@ -122,6 +122,24 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('response headers: X-Request-Id everywhere, the rate-limit headers on every counted answer, Retry-After on 429', async () => {
+    const names = (h: object | undefined) => Object.keys(h ?? {}).sort();
+    for (const [method, path, success] of ROUTES) {
+      const responses = doc.paths[path][method].responses;
+      const limits = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'];
+      assert.deepEqual(names(responses[success].headers), limits, `${method} ${path} ${success}`);
+      assert.deepEqual(names(responses['401'].headers), ['X-Request-Id'], `${method} ${path} 401 (not counted)`);
+      assert.deepEqual(names(responses['429'].headers), ['Retry-After', ...limits].sort(), `${method} ${path} 429`);
+    }
+    // What the document promises is what a response carries.
+    const { key } = await t.account();
+    const r = await t.request('GET', '/v1/documents', { key });
+    for (const h of ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) assert.ok(r.headers.get(h), h);
+    for (const [name, header] of Object.entries(doc.components.headers as Record<string, any>)) {
+      assert.ok(header.description && header.schema, `${name} is described`);
+    }
+  });
+
   test('the ErrorEnvelope component exists and every $ref in the document resolves', () => {
     const env = doc.components.schemas.ErrorEnvelope;
     assert.ok(env, 'components.schemas.ErrorEnvelope');
