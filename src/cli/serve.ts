@@ -60,6 +60,11 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
   const database = openFor(config, log);
   await migrateToLatest(database.db, database.schema);
   const ctx = createContext(config, database, systemClock, log);
+  // On PostgreSQL the deployment may have several API nodes: without Redis each keeps its own rate-limit
+  // counters, so N nodes let an account make N times its plan's requests. Said once, at start.
+  if (database.dialect === 'postgres' && !config.redisUrl) {
+    log.warn({}, 'REDIS_URL is not set: rate limits are counted per API node (with several nodes, an account gets its limit on each)');
+  }
   const app = await buildApp(ctx, { loggerInstance: log });
   const worker = opts.worker ? createWorker(workerTasks(ctx), log) : null;
 
