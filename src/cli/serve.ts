@@ -29,12 +29,21 @@ function listenProblem(err: NodeJS.ErrnoException, config: Config): string {
   }
 }
 
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
 function onShutdown(fn: () => Promise<void>) {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`parley: ${signal} received, shutting down\n`);
+    // In-flight requests and webhook attempts get a bounded time to finish: a database or a receiver that
+    // stopped answering must not keep the process from stopping. What is cut short is safe: an unfinished
+    // request was never answered, an unrecorded attempt is made again when its lease expires.
+    setTimeout(() => {
+      process.stderr.write(`parley: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     fn().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -103,13 +103,19 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.poolSize ?? 10,
+    // A database that stops answering must not leave requests waiting for a connection forever, and TCP
+    // keepalive notices a dead peer that never closed the connection.
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
     ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
   });
-  // A connection the server or the network closes while it sits idle in the pool (a restart, a failover,
-  // idle_session_timeout, a proxy's timeout) makes the pool emit 'error': without a listener Node treats it as
-  // an unhandled error and the process dies. The pool has already dropped that connection; the next query
-  // opens a new one, and a query that was running on it fails by itself and is answered as a 500.
-  pool.on('error', opts.onConnectionError ?? ((err) => process.stderr.write(`parley: a PostgreSQL connection was lost (${err.message}); it will be reopened\n`)));
+  // A connection the server or the network closes (a restart, a failover, idle_session_timeout, a proxy's
+  // timeout) emits 'error' on its client; with no listener Node treats it as unhandled and the process dies.
+  // The pool listens only while a client is idle in it, so every client gets its own listener for when it is
+  // checked out: the query running on it fails by itself (answered as a 500) and the pool drops the client.
+  const lost = opts.onConnectionError ?? ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost (${err.message}); it will be reopened\n`));
+  pool.on('connect', (client) => client.on('error', lost));
+  pool.on('error', () => undefined); // an idle client's error, already reported by the client's own listener
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', url, ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
 }

@@ -310,6 +310,36 @@ export function cliSuite(dialect: DialectName) {
       }
     });
 
+    test('SIGTERM with a request stuck in flight still ends the process, after the 10 s deadline', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
+      const out = oneJson(await cli(['init', '--json'], env));
+      // A receiver that never answers, and a test send (which waits for its delivery) stuck on it.
+      const sockets: import('node:net').Socket[] = [];
+      const silent = createServer((socket) => void sockets.push(socket));
+      await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+      const s = await startServe({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT: '5m' });
+      try {
+        const auth = { authorization: `Bearer ${out.key.key}`, 'content-type': 'application/json' };
+        const hook = await fetch(`${s.url}/v1/webhooks`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`, events: ['escalation'], secret: 'whsec_stuck_1' }),
+        });
+        const id = ((await hook.json()) as any).data.id;
+        void fetch(`${s.url}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: auth.authorization } }).catch(() => undefined);
+        const deadline = Date.now() + 5_000;
+        while (sockets.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        assert.equal(sockets.length, 1, 'the test send reached the silent receiver');
+        const started = Date.now();
+        const code = await s.stop();
+        assert.equal(code, 1, s.stderr());
+        assert.ok(Date.now() - started < 14_000, `stopped after ${Date.now() - started} ms`);
+        assert.match(s.stderr(), /shutdown did not finish within 10 s; exiting/);
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        silent.close();
+      }
+    });
+
     test('demo loads a sample knowledge base', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
       const out = oneJson(await cli(['init', '--json'], env));
       const r = await cli(['demo', '--account', out.account.id, '--json'], env);

@@ -57,3 +57,35 @@ test('a pooled PostgreSQL connection closed by the server is reported, not fatal
     await admin.end();
   }
 });
+
+test('a PostgreSQL connection killed while a query runs on it fails that query only; the process lives on (postgres)', async () => {
+  const schema = `busy_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const lost: string[] = [];
+  const database = openDatabase(PG_URL, { schema, poolSize: 2, onConnectionError: (err) => lost.push(err.message) });
+  try {
+    const pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]!.pid;
+    const running = sql`select pg_sleep(5)`.execute(database.db).then(
+      () => null,
+      (err: Error) => err,
+    );
+    // Wait until the sleep is running on that backend, then kill it under the query.
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const r = await admin.query(`select 1 from pg_stat_activity where pid = $1 and query like 'select pg_sleep%'`, [pid]);
+      if (r.rowCount || Date.now() > deadline) break;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    await admin.query('select pg_terminate_backend($1)', [pid]);
+    assert.match(String((await running)?.message), /terminat/);
+    const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
+    assert.equal(again.rows[0]!.one, 1);
+    assert.ok(lost.length >= 1, 'the lost connection was reported');
+  } finally {
+    await database.close();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
+});
