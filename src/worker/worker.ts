@@ -14,10 +14,36 @@ export interface WorkerTask {
   bindWake?(wake: () => void): void;
 }
 
+/** A failing task (the database is down) retries at most this far apart, doubling from its interval. */
+export const MAX_FAILURE_BACKOFF_MS = 5_000;
+/** While a task keeps failing, one log line per this period says so (instead of one per run). */
+const FAILURE_LOG_INTERVAL_MS = 30_000;
+
+interface TaskState {
+  timer: NodeJS.Timeout | null;
+  running: Promise<void> | null;
+  again: boolean;
+  failures: number;
+  lastFailureLog: number;
+}
+
 export function createWorker(tasks: WorkerTask[], log: Logger) {
   const controller = new AbortController();
-  const states = new Map<WorkerTask, { timer: NodeJS.Timeout | null; running: Promise<void> | null; again: boolean }>();
+  const states = new Map<WorkerTask, TaskState>();
   let started = false;
+
+  const failed = (task: WorkerTask, st: TaskState, err: unknown) => {
+    st.failures++;
+    const now = Date.now();
+    if (st.failures === 1 || now - st.lastFailureLog >= FAILURE_LOG_INTERVAL_MS) {
+      st.lastFailureLog = now;
+      log.error({ err, task: task.name, consecutiveFailures: st.failures }, 'worker task failed');
+    }
+  };
+  const succeeded = (task: WorkerTask, st: TaskState) => {
+    if (st.failures > 0) log.info({ task: task.name, failuresBefore: st.failures }, 'worker task recovered');
+    st.failures = 0;
+  };
 
   const loop = (task: WorkerTask) => {
     const st = states.get(task)!;
@@ -27,15 +53,21 @@ export function createWorker(tasks: WorkerTask[], log: Logger) {
     st.again = false;
     const p = task
       .run(controller.signal)
-      .catch((err: unknown) => log.error({ err, task: task.name }, 'worker task failed'))
+      .then(
+        () => succeeded(task, st),
+        (err: unknown) => failed(task, st, err),
+      )
       .finally(() => {
         st.running = null;
         if (controller.signal.aborted) return;
-        if (st.again) {
+        if (st.again && st.failures === 0) {
           setImmediate(() => loop(task));
           return;
         }
-        st.timer = setTimeout(() => loop(task), task.intervalMs);
+        // After failures, back off (doubling, up to MAX_FAILURE_BACKOFF_MS) instead of hammering a database
+        // that is down and filling the log every poll interval.
+        const delay = st.failures === 0 ? task.intervalMs : Math.max(task.intervalMs, Math.min(MAX_FAILURE_BACKOFF_MS, task.intervalMs * 2 ** st.failures));
+        st.timer = setTimeout(() => loop(task), delay);
       });
     st.running = p;
   };
@@ -48,7 +80,7 @@ export function createWorker(tasks: WorkerTask[], log: Logger) {
   };
 
   for (const task of tasks) {
-    states.set(task, { timer: null, running: null, again: false });
+    states.set(task, { timer: null, running: null, again: false, failures: 0, lastFailureLog: 0 });
     task.bindWake?.(wakeOf(task));
   }
 
