@@ -58,16 +58,38 @@ const HEADER_DOCS = {
 } as const;
 const ref = (name: keyof typeof HEADER_DOCS) => ({ $ref: `#/components/headers/${name}` });
 
+/** Stable names for generated clients' methods (test/http/openapi.test.ts requires one for every route). */
+const OPERATION_IDS: Record<string, string> = Object.fromEntries([
+      ['get /documents', 'listDocuments'], ['post /documents', 'createDocument'], ['get /documents/{id}', 'getDocument'],
+      ['put /documents/{id}', 'updateDocument'], ['delete /documents/{id}', 'deleteDocument'],
+      ['get /faqs', 'listFaqs'], ['post /faqs', 'createFaq'], ['get /faqs/{id}', 'getFaq'], ['put /faqs/{id}', 'updateFaq'], ['delete /faqs/{id}', 'deleteFaq'],
+      ['get /settings/assistant', 'getAssistantSettings'], ['put /settings/assistant', 'updateAssistantSettings'],
+      ['post /chat/conversations', 'startChatConversation'], ['get /chat/conversations/{id}', 'getChatConversation'],
+      ['post /chat/conversations/{id}/messages', 'sendChatMessage'], ['post /chat/conversations/{id}/contact', 'leaveChatContact'],
+      ['post /chat/conversations/{id}/escalate', 'escalateChatConversation'], ['post /chat/conversations/{id}/end', 'endChatConversation'],
+      ['get /conversations', 'listConversations'], ['get /conversations/{id}', 'getConversation'],
+      ['get /analytics/overview', 'getAnalyticsOverview'], ['get /analytics/topics', 'getAnalyticsTopics'],
+      ['get /webhooks', 'listWebhooks'], ['post /webhooks', 'createWebhook'], ['get /webhooks/{id}', 'getWebhook'],
+      ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],
+      ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
+      ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
+      ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
+      ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'],
+      ['get /rundowns', 'listRundowns'], ['post /rundowns', 'createRundown'], ['get /rundowns/{id}', 'getRundown'],
+]);
+
 /**
- * Response headers are not part of the route schemas (Fastify's serializer would see them), so they are added
+ * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's serializer would see them), so they are added
  * to the document here: X-Request-Id on every response; the rate-limit headers on every response of an
  * authenticated request (a 401 was not counted); Retry-After on 429 (CONTRACT §3).
  */
 function documentHeaders<T>(doc: T): T {
   const d = doc as { components?: Record<string, unknown>; paths?: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>> };
   d.components = { ...d.components, headers: HEADER_DOCS };
-  for (const item of Object.values(d.paths ?? {})) {
-    for (const op of Object.values(item)) {
+  for (const [path, item] of Object.entries(d.paths ?? {})) {
+    for (const [method, op] of Object.entries(item)) {
+      const operationId = OPERATION_IDS[`${method} ${path}`];
+      if (operationId) (op as { operationId?: string }).operationId = operationId;
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         response.headers = {
           'X-Request-Id': ref('X-Request-Id'),

@@ -122,6 +122,14 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('every operation has its own operationId, a camelCase verb and noun', () => {
+    const ids = ROUTES.map(([method, path]) => doc.paths[path][method].operationId);
+    for (const [i, id] of ids.entries()) assert.match(String(id), /^[a-z]+[A-Z][A-Za-z]+$/, `${ROUTES[i]![0]} ${ROUTES[i]![1]}`);
+    assert.equal(new Set(ids).size, ids.length, 'no two operations share one');
+    assert.equal(doc.paths['/documents'].get.operationId, 'listDocuments');
+    assert.equal(doc.paths['/chat/conversations/{id}/messages'].post.operationId, 'sendChatMessage');
+  });
+
   test('response headers: X-Request-Id everywhere, the rate-limit headers on every counted answer, Retry-After on 429', async () => {
     const names = (h: object | undefined) => Object.keys(h ?? {}).sort();
     for (const [method, path, success] of ROUTES) {
