@@ -60,22 +60,22 @@ const ref = (name: keyof typeof HEADER_DOCS) => ({ $ref: `#/components/headers/$
 
 /** Stable names for generated clients' methods (test/http/openapi.test.ts requires one for every route). */
 const OPERATION_IDS: Record<string, string> = Object.fromEntries([
-      ['get /documents', 'listDocuments'], ['post /documents', 'createDocument'], ['get /documents/{id}', 'getDocument'],
-      ['put /documents/{id}', 'updateDocument'], ['delete /documents/{id}', 'deleteDocument'],
-      ['get /faqs', 'listFaqs'], ['post /faqs', 'createFaq'], ['get /faqs/{id}', 'getFaq'], ['put /faqs/{id}', 'updateFaq'], ['delete /faqs/{id}', 'deleteFaq'],
-      ['get /settings/assistant', 'getAssistantSettings'], ['put /settings/assistant', 'updateAssistantSettings'],
-      ['post /chat/conversations', 'startChatConversation'], ['get /chat/conversations/{id}', 'getChatConversation'],
-      ['post /chat/conversations/{id}/messages', 'sendChatMessage'], ['post /chat/conversations/{id}/contact', 'leaveChatContact'],
-      ['post /chat/conversations/{id}/escalate', 'escalateChatConversation'], ['post /chat/conversations/{id}/end', 'endChatConversation'],
-      ['get /conversations', 'listConversations'], ['get /conversations/{id}', 'getConversation'],
-      ['get /analytics/overview', 'getAnalyticsOverview'], ['get /analytics/topics', 'getAnalyticsTopics'],
-      ['get /webhooks', 'listWebhooks'], ['post /webhooks', 'createWebhook'], ['get /webhooks/{id}', 'getWebhook'],
-      ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],
-      ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
-      ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
-      ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
-      ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'],
-      ['get /rundowns', 'listRundowns'], ['post /rundowns', 'createRundown'], ['get /rundowns/{id}', 'getRundown'],
+  ['get /documents', 'listDocuments'], ['post /documents', 'createDocument'], ['get /documents/{id}', 'getDocument'],
+  ['put /documents/{id}', 'updateDocument'], ['delete /documents/{id}', 'deleteDocument'],
+  ['get /faqs', 'listFaqs'], ['post /faqs', 'createFaq'], ['get /faqs/{id}', 'getFaq'], ['put /faqs/{id}', 'updateFaq'], ['delete /faqs/{id}', 'deleteFaq'],
+  ['get /settings/assistant', 'getAssistantSettings'], ['put /settings/assistant', 'updateAssistantSettings'],
+  ['post /chat/conversations', 'startChatConversation'], ['get /chat/conversations/{id}', 'getChatConversation'],
+  ['post /chat/conversations/{id}/messages', 'sendChatMessage'], ['post /chat/conversations/{id}/contact', 'leaveChatContact'],
+  ['post /chat/conversations/{id}/escalate', 'escalateChatConversation'], ['post /chat/conversations/{id}/end', 'endChatConversation'],
+  ['get /conversations', 'listConversations'], ['get /conversations/{id}', 'getConversation'],
+  ['get /analytics/overview', 'getAnalyticsOverview'], ['get /analytics/topics', 'getAnalyticsTopics'],
+  ['get /webhooks', 'listWebhooks'], ['post /webhooks', 'createWebhook'], ['get /webhooks/{id}', 'getWebhook'],
+  ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],
+  ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
+  ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
+  ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
+  ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'],
+  ['get /rundowns', 'listRundowns'], ['post /rundowns', 'createRundown'], ['get /rundowns/{id}', 'getRundown'],
 ]);
 
 /**
