@@ -31,7 +31,15 @@ function listenProblem(err: NodeJS.ErrnoException, config: Config): string {
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
-function onShutdown(fn: () => Promise<void>) {
+/**
+ * How long shutdown may take: 10 s, or, where this process makes webhook attempts, long enough for one to run
+ * its full WEBHOOK_TIMEOUT and be recorded; cut short, it would be sent again after its lease expires.
+ */
+export function shutdownDeadline(config: Config, worker: boolean): number {
+  return worker ? Math.max(SHUTDOWN_DEADLINE_MS, config.webhookTimeoutMs + 5_000) : SHUTDOWN_DEADLINE_MS;
+}
+
+function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
@@ -41,9 +49,9 @@ function onShutdown(fn: () => Promise<void>) {
     // stopped answering must not keep the process from stopping. What is cut short is safe: an unfinished
     // request was never answered, an unrecorded attempt is made again when its lease expires.
     setTimeout(() => {
-      process.stderr.write(`parley: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting\n`);
+      process.stderr.write(`parley: shutdown did not finish within ${Math.round(deadlineMs / 1000)} s; exiting\n`);
       process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS).unref();
+    }, deadlineMs).unref();
     fn().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -99,7 +107,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
   if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
   else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
 
-  onShutdown(async () => {
+  onShutdown(shutdownDeadline(config, opts.worker), async () => {
     // Stop taking requests first, then let the worker finish its in-flight attempts and release its leases.
     await app.close();
     await worker?.stop();
@@ -115,7 +123,7 @@ export async function runWorker(config: Config, opts: { json: boolean }) {
   const worker = createWorker(workerTasks(ctx), log);
   worker.start();
   if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);
-  onShutdown(async () => {
+  onShutdown(shutdownDeadline(config, true), async () => {
     await worker.stop();
     await database.close();
   });
