@@ -45,10 +45,6 @@ function makeAjv(coerce: boolean) {
   return ajv;
 }
 
-/**
- * TypeBox types `limit`/`offset` as required so handlers see numbers, and ajv fills their defaults in; for a
- * client they are optional, so the published document says so.
- */
 const HEADER_DOCS = {
   'X-Request-Id': { description: 'Identifies this request in the service logs (echoes a valid X-Request-Id sent by the client).', schema: { type: 'string' } },
   'X-RateLimit-Limit': { description: "The account's requests per minute.", schema: { type: 'integer' } },
@@ -79,9 +75,10 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
 ]);
 
 /**
- * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's serializer would see them), so they are added
- * to the document here: X-Request-Id on every response; the rate-limit headers on every response of an
- * authenticated request (a 401 was not counted); Retry-After on 429 (CONTRACT §3).
+ * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's
+ * serializer would see them), so they are added to the document here: X-Request-Id on every response; the
+ * rate-limit headers on every response of an authenticated request (a 401 was not counted); Retry-After on
+ * 429 (CONTRACT §3).
  */
 function documentHeaders<T>(doc: T): T {
   const d = doc as { components?: Record<string, unknown>; paths?: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>> };
@@ -105,6 +102,10 @@ function documentHeaders<T>(doc: T): T {
   return doc;
 }
 
+/**
+ * TypeBox types `limit`/`offset` as required so handlers see numbers, and ajv fills their defaults in; for a
+ * client they are optional, so the published document says so.
+ */
 function markDefaultedParamsOptional<T>(doc: T): T {
   const paths = (doc as { paths?: Record<string, Record<string, { parameters?: { required?: boolean; in: string; schema?: { default?: unknown } }[] }>> })
     .paths;

@@ -64,7 +64,7 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** SQLite only (default `full`, see openDatabase). */
   sqliteSynchronous?: 'full' | 'normal';
-  /** PostgreSQL only: an idle pooled connection was closed by the server or the network (default: a line on stderr). */
+  /** PostgreSQL only: a connection was closed by the server or the network, idle or in use (default: a line on stderr). */
   onConnectionError?: (err: Error) => void;
 }
 

@@ -118,17 +118,19 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
     return d instanceof Promise ? d.then(dayLimited) : dayLimited(d);
   }
 
+  /** Both windows counted by this node alone (no Redis, or Redis failing). */
+  function consumeHere(auth: AuthContext) {
+    const now = Date.now();
+    return outcome(auth, takeNow('minute', auth.limits.minute, auth.accountId, now), () => takeNow('day', auth.limits.day, auth.accountId, now), now);
+  }
+
   return {
     /**
      * Consumes one request from both windows; throws 429 RATE_LIMITED past either. Synchronous (returns the
      * outcome itself) without Redis, a promise with it.
      */
     consume(auth: AuthContext): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (!redis) {
-        const now = Date.now();
-        const minute = takeNow('minute', auth.limits.minute, auth.accountId, now);
-        return outcome(auth, minute, () => takeNow('day', auth.limits.day, auth.accountId, now), now);
-      }
+      if (!redis) return consumeHere(auth);
       return (async () => {
         let m: Awaited<ReturnType<typeof take>>;
         try {
@@ -136,8 +138,7 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
         } catch (err) {
           // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
           fellBack(err);
-          const now = Date.now();
-          return outcome(auth, takeNow('minute', auth.limits.minute, auth.accountId, now), () => takeNow('day', auth.limits.day, auth.accountId, now), now);
+          return consumeHere(auth);
         }
         const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
         return outcome(

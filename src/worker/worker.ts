@@ -15,7 +15,7 @@ export interface WorkerTask {
 }
 
 /** A failing task (the database is down) retries at most this far apart, doubling from its interval. */
-export const MAX_FAILURE_BACKOFF_MS = 5_000;
+const MAX_FAILURE_BACKOFF_MS = 5_000;
 /** While a task keeps failing, one log line per this period says so (instead of one per run). */
 const FAILURE_LOG_INTERVAL_MS = 30_000;
 
