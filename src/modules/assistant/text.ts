@@ -285,7 +285,8 @@ const STOP_MARK = '~';
 function stemWords(raw: readonly string[]): string[] {
   const out: string[] = [];
   for (const w of raw) {
-    const v = WORD_VARIANTS[w];
+    // own keys only: a customer's "constructor" must not find Object.prototype's
+    const v = Object.hasOwn(WORD_VARIANTS, w) ? WORD_VARIANTS[w] : undefined;
     for (const p of v !== undefined ? v.split(' ') : [w]) out.push(STOPWORDS.has(p) ? STOP_MARK + p : stem(p));
   }
   return out;

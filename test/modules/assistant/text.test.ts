@@ -70,3 +70,14 @@ test('runs longer than a word are not words (they would cost quadratic time in t
   assert.equal(idx.search('do you ship every day', 3)[0]?.sourceId, 'd1');
   assert.equal(idx.search(`${'x'.repeat(60)} xxxxxxxx`, 3).length, 0);
 });
+
+test('words that name Object.prototype members are ordinary words ("constructor" used to throw)', () => {
+  const names = Object.getOwnPropertyNames(Object.prototype); // constructor, toString, __proto__, hasOwnProperty…
+  for (const name of names) {
+    const terms = analyze(`my ${name} order`);
+    assert.ok(terms.every((t) => typeof t === 'string'), name);
+  }
+  const idx = KnowledgeIndex.build([{ id: 'd1', title: 'Becoming a constructor partner', content: 'Constructors and builders get trade prices.' }], []);
+  assert.equal(idx.search('are you looking for a constructor', 3)[0]?.sourceId, 'd1');
+  assert.doesNotThrow(() => idx.search(names.join(' '), 3));
+});
