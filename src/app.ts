@@ -8,6 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerO
 import type { AppContext } from './context.js';
 import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
+import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -51,7 +52,21 @@ const HEADER_DOCS = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current minute window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the minute window resets.', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying (429 only).', schema: { type: 'integer' } },
+  'Idempotent-Replayed': {
+    description: 'Present (`true`) when this answer is the kept answer of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
 } as const;
+
+/** Every POST takes an Idempotency-Key (src/http/idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAM = {
+  in: 'header',
+  name: 'Idempotency-Key',
+  required: false,
+  description:
+    'Makes a retry safe: a request with the same key, method, path and body within 24 hours gets the first answer again (Idempotent-Replayed: true) instead of running twice. The same key with a different request is a 400; while the first request still runs, a 429.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
 const ref = (name: keyof typeof HEADER_DOCS) => ({ $ref: `#/components/headers/${name}` });
 
 /** Stable names for generated clients' methods (test/http/openapi.test.ts requires one for every route). */
@@ -78,15 +93,20 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
  * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's
  * serializer would see them), so they are added to the document here: X-Request-Id on every response; the
  * rate-limit headers on every response of an authenticated request (a 401 was not counted); Retry-After on
- * 429 (CONTRACT §3).
+ * 429 (CONTRACT §3); on POST, the Idempotency-Key request header and Idempotent-Replayed on answers that can be
+ * replayed.
  */
 function documentHeaders<T>(doc: T): T {
-  const d = doc as { components?: Record<string, unknown>; paths?: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>> };
+  const d = doc as {
+    components?: Record<string, unknown>;
+    paths?: Record<string, Record<string, { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
+  };
   d.components = { ...d.components, headers: HEADER_DOCS };
   for (const [path, item] of Object.entries(d.paths ?? {})) {
     for (const [method, op] of Object.entries(item)) {
       const operationId = OPERATION_IDS[`${method} ${path}`];
       if (operationId) (op as { operationId?: string }).operationId = operationId;
+      if (method === 'post') op.parameters = [...(op.parameters ?? []), IDEMPOTENCY_KEY_PARAM];
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         response.headers = {
           'X-Request-Id': ref('X-Request-Id'),
@@ -94,6 +114,7 @@ function documentHeaders<T>(doc: T): T {
             ? {}
             : { 'X-RateLimit-Limit': ref('X-RateLimit-Limit'), 'X-RateLimit-Remaining': ref('X-RateLimit-Remaining'), 'X-RateLimit-Reset': ref('X-RateLimit-Reset') }),
           ...(status === '429' ? { 'Retry-After': ref('Retry-After') } : {}),
+          ...(method === 'post' && status !== '401' && status !== '429' && !status.startsWith('5') ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
           ...response.headers,
         };
       }
@@ -199,6 +220,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
 
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
+  registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log });
 
   await app.register(
     async (v1) => {

@@ -7,6 +7,7 @@ import type { DB } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';
+import { createIdempotencyRepository } from './http/idempotency.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAssistantService } from './modules/assistant/assistant.service.js';
 import { createChatService } from './modules/chat/chat.service.js';
@@ -71,7 +72,8 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     workflows,
     rundowns: createRundownsService({ db, dialect: database.dialect, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
   };
-  return { config, database, db, clock, log, events, deliveries, services };
+  const idempotency = createIdempotencyRepository(db);
+  return { config, database, db, clock, log, events, deliveries, services, idempotency };
 }
 
 export type AppContext = ReturnType<typeof createContext> & { limiter?: RateLimiter };

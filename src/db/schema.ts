@@ -200,6 +200,22 @@ export interface RundownsTable {
   created_at: number;
 }
 
+/** A key sent with a POST (src/http/idempotency.ts); `status_code` is null while the first request runs. */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  key: string;
+  /** sha256 of method, path and body: a retry must be the same request. */
+  fingerprint: string;
+  method: string;
+  path: string;
+  status_code: number | null;
+  /** The answer's body, replayed byte for byte. */
+  response: string | null;
+  created_at: number;
+  /** When the request now running took the key; a claim older than the lease is left over from a crash. */
+  locked_at: number;
+}
+
 export interface DB {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -215,4 +231,5 @@ export interface DB {
   workflow_runs: WorkflowRunsTable;
   rundowns: RundownsTable;
   knowledge_versions: KnowledgeVersionsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

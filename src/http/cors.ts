@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 /** The endpoints a public key may call: the ones the owner's chat widget calls from the customer's browser. */
 const CHAT_PREFIX = '/v1/chat/';
 
-const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After';
+const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed';
 
 /**
  * CORS for the chat channel only. A widget on the owner's site calls it cross-origin with a `pk_` key, so the
@@ -27,7 +27,7 @@ export function registerChatCors(app: FastifyInstance) {
     reply
       .code(204)
       .header('access-control-allow-methods', 'GET, POST')
-      .header('access-control-allow-headers', 'Authorization, Content-Type, X-Request-Id')
+      .header('access-control-allow-headers', 'Authorization, Content-Type, X-Request-Id, Idempotency-Key')
       .header('access-control-max-age', '600')
       .send();
   });

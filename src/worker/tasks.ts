@@ -17,6 +17,14 @@ export function workerTasks(ctx: AppContext): WorkerTask[] {
       },
     },
     {
+      name: 'idempotency-key-sweeper',
+      // Keys are kept 24 hours; a minute late in deleting one changes nothing.
+      intervalMs: 60_000,
+      async run() {
+        await ctx.idempotency.sweep(ctx.clock.now());
+      },
+    },
+    {
       name: 'rundown-scheduler',
       // A window's rundown appears at most a quarter of an interval (and at most a minute) after it closes.
       intervalMs: Math.min(60_000, Math.max(100, Math.floor(ctx.config.rundownIntervalMs / 4))),

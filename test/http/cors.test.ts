@@ -27,6 +27,7 @@ for (const dialect of DIALECTS) {
         assert.match(r.headers.get('access-control-allow-methods') ?? '', /POST/);
         assert.match(r.headers.get('access-control-allow-headers') ?? '', /Authorization/);
         assert.match(r.headers.get('access-control-allow-headers') ?? '', /Content-Type/);
+        assert.match(r.headers.get('access-control-allow-headers') ?? '', /Idempotency-Key/); // a widget can resend safely
         assert.equal(r.headers.get('access-control-max-age'), '600');
         assert.equal(r.text, '');
       }
@@ -38,6 +39,7 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.headers.get('access-control-allow-origin'), '*');
       assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Remaining/);
       assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+      assert.match(ok.headers.get('access-control-expose-headers') ?? '', /Idempotent-Replayed/);
       const unauthorised = await t.request('POST', '/v1/chat/conversations', { key: 'pk_nope', body: {}, headers: ORIGIN });
       assert.equal(unauthorised.status, 401);
       assert.equal(unauthorised.headers.get('access-control-allow-origin'), '*');

@@ -5,6 +5,7 @@ import * as m0003 from './0003_webhooks.js';
 import * as m0004 from './0004_workflows.js';
 import * as m0005 from './0005_rundowns.js';
 import * as m0006 from './0006_knowledge_versions.js';
+import * as m0007 from './0007_idempotency_keys.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '0004_workflows': m0004,
   '0005_rundowns': m0005,
   '0006_knowledge_versions': m0006,
+  '0007_idempotency_keys': m0007,
 };
 
 export const migrationProvider: MigrationProvider = {

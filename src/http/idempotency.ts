@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.js';
+import type { DB } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import { ApiError, invalidRequest } from './errors.js';
+
+/**
+ * `Idempotency-Key` on POST requests, as Stripe does it. The first request with a key runs and its answer is kept
+ * for 24 hours; a request with the same key and the same method, path and body gets that answer again (with
+ * `Idempotent-Replayed: true`) instead of running twice, so a client that lost an answer to a timeout or a dropped
+ * connection can retry a create without creating twice. The same key with a different request is a 400. A retry
+ * that arrives while the first request still runs waits for it (up to a second), then gets a 429 to retry later.
+ *
+ * What is kept: every answer the endpoint gave, 4xx included (the same request would get the same refusal). Not
+ * kept: refusals before the endpoint ran (authentication, rate limit, validation: nothing was attempted, so the key
+ * stays free) and 5xx answers (the key is released, so a retry runs again).
+ *
+ * The key is taken in its own statement before the endpoint runs and the answer is written after it, outside the
+ * endpoint's transaction. If the process dies between the endpoint's commit and the answer's write, the key stays
+ * taken without an answer; once the lease (the longest a request can run) is over, a retry runs the request again.
+ * That narrow window is the one case in which a retry can still repeat a create.
+ */
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const HEADER = 'idempotency-key';
+/** Printable ASCII, as Stripe allows: UUIDs, ULIDs, "order-1234-create"… */
+const VALID_KEY = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+/** How long a retry waits for the first request with its key to finish before it is told to come back. */
+const WAIT_FOR_FIRST_MS = 1_000;
+const POLL_MS = 20;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set while this request holds an Idempotency-Key whose answer it must record. */
+    idempotency: Claim | null;
+  }
+}
+
+interface Claim {
+  accountId: string;
+  key: string;
+  lockedAt: number;
+}
+
+/** The longest a request can legitimately run: a claim older than this was left by a process that died. */
+export function idempotencyLeaseMs(config: Pick<Config, 'webhookTimeoutMs' | 'llm'>): number {
+  return Math.max(60_000, config.webhookTimeoutMs + 10_000, (config.llm?.timeoutMs ?? 0) + 10_000);
+}
+
+export function createIdempotencyRepository(db: Kysely<DB>) {
+  const byKey = (accountId: string, key: string) =>
+    db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', accountId).where('key', '=', key);
+  return {
+    /** Takes the key for a request now starting; false when someone holds or held it. */
+    async claim(row: { accountId: string; key: string; fingerprint: string; method: string; path: string; now: number }): Promise<boolean> {
+      const r = await db
+        .insertInto('idempotency_keys')
+        .values({
+          account_id: row.accountId,
+          key: row.key,
+          fingerprint: row.fingerprint,
+          method: row.method,
+          path: row.path,
+          status_code: null,
+          response: null,
+          created_at: row.now,
+          locked_at: row.now,
+        })
+        .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+    },
+    find: (accountId: string, key: string) => byKey(accountId, key).executeTakeFirst(),
+    /** Takes over a claim left without an answer, unless another request took it first. */
+    async takeOver(accountId: string, key: string, lockedAt: number, now: number): Promise<boolean> {
+      const r = await db
+        .updateTable('idempotency_keys')
+        .set({ locked_at: now })
+        .where('account_id', '=', accountId)
+        .where('key', '=', key)
+        .where('locked_at', '=', lockedAt)
+        .where('status_code', 'is', null)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+    async record(c: Claim, statusCode: number, response: string) {
+      await db
+        .updateTable('idempotency_keys')
+        .set({ status_code: statusCode, response })
+        .where('account_id', '=', c.accountId)
+        .where('key', '=', c.key)
+        .where('locked_at', '=', c.lockedAt)
+        .execute();
+    },
+    /** Frees the key (after a 5xx, or an expired row), if it is still the same claim. */
+    async release(accountId: string, key: string, lockedAt: number) {
+      await db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('key', '=', key).where('locked_at', '=', lockedAt).execute();
+    },
+    /** Deletes keys older than the TTL; returns how many. */
+    async sweep(now: number): Promise<number> {
+      const r = await db.deleteFrom('idempotency_keys').where('created_at', '<=', now - IDEMPOTENCY_TTL_MS).executeTakeFirst();
+      return Number(r.numDeletedRows);
+    },
+  };
+}
+
+export type IdempotencyRepository = ReturnType<typeof createIdempotencyRepository>;
+
+/** What makes two requests "the same request": method, path with query, and the parsed body. */
+export function requestFingerprint(method: string, url: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${url}\n`)
+    .update(JSON.stringify(body ?? null))
+    .digest('hex');
+}
+
+export function registerIdempotency(app: FastifyInstance, opts: { repo: IdempotencyRepository; clock: Clock; leaseMs: number; log: Logger }) {
+  const { repo, clock, leaseMs, log } = opts;
+  app.decorateRequest('idempotency', null);
+
+  /** 'run': this request holds the key and runs; 'replayed': the kept answer was sent. */
+  async function begin(req: FastifyRequest, reply: FastifyReply, key: string): Promise<'run' | 'replayed'> {
+    const accountId = req.auth.accountId;
+    const fingerprint = requestFingerprint(req.method, req.url, req.body);
+    const path = req.url;
+    const waitUntil = performance.now() + WAIT_FOR_FIRST_MS;
+    for (;;) {
+      const now = clock.now();
+      if (await repo.claim({ accountId, key, fingerprint, method: req.method, path, now })) {
+        req.idempotency = { accountId, key, lockedAt: now };
+        return 'run';
+      }
+      const row = await repo.find(accountId, key);
+      if (!row) continue; // released or swept meanwhile: claim again
+      if (row.created_at <= now - IDEMPOTENCY_TTL_MS) {
+        await repo.release(accountId, key, row.locked_at);
+        continue;
+      }
+      if (row.fingerprint !== fingerprint) {
+        const same = row.method === req.method && row.path === path;
+        throw invalidRequest(
+          `header.Idempotency-Key ${JSON.stringify(key)} was already used for ${same ? 'a request with a different body' : `${row.method} ${row.path}`}; ` +
+            'a key stands for one request for 24 hours, so send a new key with a new request',
+        );
+      }
+      if (row.status_code !== null) {
+        reply.code(row.status_code).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(row.response ?? '');
+        return 'replayed';
+      }
+      if (row.locked_at <= now - leaseMs) {
+        // Left by a process that died before answering: whether it committed is unknown, so it runs again.
+        if (await repo.takeOver(accountId, key, row.locked_at, now)) {
+          req.idempotency = { accountId, key, lockedAt: now };
+          return 'run';
+        }
+        continue;
+      }
+      if (performance.now() >= waitUntil) {
+        throw new ApiError('RATE_LIMITED', `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed; retry once it has finished`, {
+          'retry-after': 1,
+        });
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  // Callback hooks: requests without the header (nearly all) pay one property check, no promise.
+  app.addHook('preHandler', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const raw = req.headers[HEADER];
+    if (raw === undefined || req.method !== 'POST' || !req.auth) return done();
+    const key = Array.isArray(raw) ? undefined : raw.trim();
+    if (key === undefined || !VALID_KEY.test(key)) {
+      return done(invalidRequest('header.Idempotency-Key must be one value of 1 to 255 printable ASCII characters'));
+    }
+    begin(req, reply, key).then(
+      (outcome) => {
+        if (outcome === 'run') done();
+      },
+      (err: Error) => done(err),
+    );
+  });
+
+  app.addHook('onSend', (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+    const claim = req.idempotency;
+    if (!claim) return done(null, payload);
+    req.idempotency = null;
+    const status = reply.statusCode;
+    const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : payload == null ? '' : null;
+    const write = status >= 500 || body === null ? repo.release(claim.accountId, claim.key, claim.lockedAt) : repo.record(claim, status, body);
+    write.then(
+      () => done(null, payload),
+      (err: unknown) => {
+        // The answer still goes out; a retry after the lease runs the request again.
+        log.error({ err, reqId: req.id }, 'could not record the answer of a request with an Idempotency-Key');
+        done(null, payload);
+      },
+    );
+  });
+}

@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { IDEMPOTENCY_TTL_MS, idempotencyLeaseMs, requestFingerprint } from '../../src/http/idempotency.js';
+import type { FakeClock } from '../../src/lib/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
+
+const IK = (key: string) => ({ 'idempotency-key': key });
+
+/** A webhook receiver that answers after `delayMs` and counts what it got. */
+async function slowReceiver(delayMs: number) {
+  let hits = 0;
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    hits++;
+    setTimeout(() => res.writeHead(200).end('ok'), delayMs);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    hits: () => hits,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+for (const dialect of DIALECTS) {
+  describe(`Idempotency-Key (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    let accountId: string;
+    let clock: FakeClock;
+    before(async () => {
+      t = await createTestApp(dialect, { fakeClock: true });
+      clock = t.clock as FakeClock;
+      ({ key, accountId } = await t.account());
+    });
+    after(() => t.close());
+
+    const countDocs = async () => (await t.request('GET', '/v1/documents', { key })).body.data.total as number;
+
+    test('a retry with the same key gets the first answer again and creates nothing', async () => {
+      const before = await countDocs();
+      const body = { title: 'Returns', content: '30 days to send it back.' };
+      const first = await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-1') });
+      assert.equal(first.status, 201, first.text);
+      assert.equal(first.headers.get('idempotent-replayed'), null);
+      const again = await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-1') });
+      assert.equal(again.status, 201);
+      assert.equal(again.text, first.text, 'the same bytes');
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.match(again.headers.get('content-type') ?? '', /application\/json/);
+      assert.notEqual(again.headers.get('x-request-id'), first.headers.get('x-request-id'));
+      assert.equal(await countDocs(), before + 1);
+      // Without a key, or with another key, the same body creates again.
+      assert.equal((await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-2') })).status, 201);
+      assert.equal((await t.request('POST', '/v1/documents', { key, body })).status, 201);
+      assert.equal(await countDocs(), before + 3);
+    });
+
+    test('the same key with another body or another endpoint is a 400 that names the header, and changes nothing', async () => {
+      const first = await t.request('POST', '/v1/faqs', { key, body: { question: 'Do you ship abroad?', answer: 'Yes.', category: 'shipping' }, headers: IK('k-mismatch') });
+      assert.equal(first.status, 201, first.text);
+      const faqs = (await t.request('GET', '/v1/faqs', { key })).body.data.total;
+      const other = await t.request('POST', '/v1/faqs', { key, body: { question: 'Do you ship to Mars?', answer: 'No.', category: 'shipping' }, headers: IK('k-mismatch') });
+      assert.equal(other.status, 400);
+      assert.equal(other.body.error.code, 'INVALID_REQUEST');
+      assert.match(other.body.error.message, /Idempotency-Key "k-mismatch" was already used for a request with a different body/);
+      const elsewhere = await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' }, headers: IK('k-mismatch') });
+      assert.equal(elsewhere.status, 400);
+      assert.match(elsewhere.body.error.message, /already used for POST \/v1\/faqs/);
+      assert.equal((await t.request('GET', '/v1/faqs', { key })).body.data.total, faqs);
+    });
+
+    test('refusals before the endpoint ran leave the key free; the endpoint\'s own refusals are kept', async () => {
+      const bad = await t.request('POST', '/v1/documents', { key, body: { title: 'no content' }, headers: IK('k-validation') });
+      assert.equal(bad.status, 400);
+      const good = await t.request('POST', '/v1/documents', { key, body: { title: 'T', content: 'C' }, headers: IK('k-validation') });
+      assert.equal(good.status, 201, 'a request that failed validation did not take the key');
+      const missing = await t.request('POST', '/v1/webhooks/wh_missing/test', { key, body: {}, headers: IK('k-404') });
+      assert.equal(missing.status, 404);
+      const again = await t.request('POST', '/v1/webhooks/wh_missing/test', { key, body: {}, headers: IK('k-404') });
+      assert.equal(again.status, 404);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(again.text, missing.text);
+    });
+
+    test('keys belong to one account', async () => {
+      const other = await t.account();
+      const body = { title: 'Shared key', content: 'c' };
+      const mine = await t.request('POST', '/v1/documents', { key, body, headers: IK('k-tenant') });
+      const theirs = await t.request('POST', '/v1/documents', { key: other.key, body, headers: IK('k-tenant') });
+      assert.equal(theirs.status, 201);
+      assert.equal(theirs.headers.get('idempotent-replayed'), null);
+      assert.notEqual(theirs.body.data.id, mine.body.data.id);
+      const theirsOther = await t.request('POST', '/v1/faqs', { key: other.key, body: { question: 'q?', answer: 'a', category: 'general' }, headers: IK('k-tenant-2') });
+      assert.equal(theirsOther.status, 201);
+      // my use of their key name is not a mismatch with theirs
+      assert.equal((await t.request('POST', '/v1/documents', { key, body, headers: IK('k-tenant-2') })).status, 201);
+    });
+
+    test('concurrent requests with one key run once: the receiver of a test send gets one request', async () => {
+      const rx = await slowReceiver(300);
+      try {
+        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: rx.url, events: ['escalation'], secret: 'whsec_idem_test' } });
+        assert.equal(hook.status, 201, hook.text);
+        const id = hook.body.data.id;
+        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-concurrent') });
+        const [a, b, c] = await Promise.all([send(), send(), send()]);
+        assert.deepEqual([a.status, b.status, c.status], [a.status, a.status, a.status]);
+        assert.ok(a.status < 300, a.text);
+        assert.equal(new Set([a.text, b.text, c.text]).size, 1, 'one answer for all three');
+        assert.equal([a, b, c].filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 2);
+        assert.equal(rx.hits(), 1);
+      } finally {
+        await rx.close();
+      }
+    });
+
+    test('a retry while the first request still runs past a second gets a 429 with Retry-After', async () => {
+      const rx = await slowReceiver(1_800);
+      try {
+        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: rx.url, events: ['escalation'], secret: 'whsec_idem_test' } });
+        const id = hook.body.data.id;
+        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-slow') });
+        const first = send();
+        await new Promise((r) => setTimeout(r, 100));
+        const second = await send();
+        assert.equal(second.status, 429);
+        assert.equal(second.body.error.code, 'RATE_LIMITED');
+        assert.match(second.body.error.message, /still being processed/);
+        assert.equal(second.headers.get('retry-after'), '1');
+        assert.ok((await first).status < 300);
+        const third = await send();
+        assert.equal(third.headers.get('idempotent-replayed'), 'true');
+        assert.equal(rx.hits(), 1);
+      } finally {
+        await rx.close();
+      }
+    });
+
+    test('a key left without an answer (the process died) is taken over once the lease is over', async () => {
+      const body = { title: 'After a crash', content: 'c' };
+      const url = '/v1/documents';
+      // What a process that died mid-request leaves: the key taken, no answer.
+      await t.ctx.idempotency.claim({ accountId, key: 'k-crash', fingerprint: requestFingerprint('POST', url, body), method: 'POST', path: url, now: clock.now() });
+      const during = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      assert.equal(during.status, 429, 'within the lease the first request may still be running');
+      clock.advance(idempotencyLeaseMs(t.config) + 1);
+      const afterLease = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      assert.equal(afterLease.status, 201, afterLease.text);
+      assert.equal(afterLease.headers.get('idempotent-replayed'), null);
+      const replay = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      assert.equal(replay.text, afterLease.text);
+    });
+
+    test('keys expire after 24 hours: the worker sweeps them and the key can be used again', async () => {
+      const first = await t.request('POST', '/v1/documents', { key, body: { title: 'Day one', content: 'c' }, headers: IK('k-expiry') });
+      assert.equal(first.status, 201);
+      clock.advance(IDEMPOTENCY_TTL_MS - 1_000);
+      const stillKept = await t.request('POST', '/v1/documents', { key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
+      assert.equal(stillKept.status, 400);
+      clock.advance(2_000);
+      const reused = await t.request('POST', '/v1/documents', { key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
+      assert.equal(reused.status, 201, 'an expired key is free even before the sweep');
+      clock.advance(IDEMPOTENCY_TTL_MS + 1);
+      const swept = await t.ctx.idempotency.sweep(clock.now());
+      assert.ok(swept >= 1);
+      const left = await t.ctx.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', accountId).execute();
+      assert.deepEqual(left, []);
+    });
+
+    test('a key must be 1 to 255 printable ASCII characters; GET, PUT and DELETE ignore it', async () => {
+      for (const bad of ['x'.repeat(256), 'clé']) {
+        const r = await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' }, headers: IK(bad) });
+        assert.equal(r.status, 400, bad);
+        assert.match(r.body.error.message, /header\.Idempotency-Key must be/);
+      }
+      assert.equal((await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' }, headers: IK('x'.repeat(255)) })).status, 201);
+      const g1 = await t.request('GET', '/v1/documents', { key, headers: IK('k-get') });
+      const g2 = await t.request('GET', '/v1/documents', { key, headers: IK('k-get') });
+      assert.equal(g2.headers.get('idempotent-replayed'), null);
+      assert.equal(g1.status, 200);
+    });
+
+    test('the chat channel: a resent message is answered once and appears once', async () => {
+      const pub = await t.request('POST', '/v1/chat/conversations', { key, body: {}, headers: IK('k-chat-start') });
+      assert.equal(pub.status, 201, pub.text);
+      const again = await t.request('POST', '/v1/chat/conversations', { key, body: {}, headers: IK('k-chat-start') });
+      assert.equal(again.body.data.conversation.id, pub.body.data.conversation.id);
+      const id = pub.body.data.conversation.id;
+      const send = () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'where is my order?' }, headers: IK('k-chat-msg') });
+      const m1 = await send();
+      const m2 = await send();
+      assert.equal(m1.status, 200, m1.text);
+      assert.equal(m2.text, m1.text);
+      const conv = await t.request('GET', `/v1/conversations/${id}`, { key });
+      const customer = conv.body.data.messages.filter((m: { role: string }) => m.role === 'customer');
+      assert.equal(customer.length, 1);
+    });
+
+    test('a 5xx releases the key, so a retry runs again', async () => {
+      const u = await createTestApp(dialect);
+      try {
+        const a = await u.account();
+        const body = { question: 'Do you ship abroad?', answer: 'Yes.', category: 'shipping' };
+        await sql`alter table faqs rename to faqs_away`.execute(u.ctx.db);
+        const failed = await u.request('POST', '/v1/faqs', { key: a.key, body, headers: IK('k-5xx') });
+        assert.equal(failed.status, 500);
+        assert.equal(failed.body.error.code, 'SERVER_ERROR');
+        const rows = await u.ctx.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', a.accountId).execute();
+        assert.deepEqual(rows, []);
+        await sql`alter table faqs_away rename to faqs`.execute(u.ctx.db);
+        const retried = await u.request('POST', '/v1/faqs', { key: a.key, body, headers: IK('k-5xx') });
+        assert.equal(retried.status, 201, retried.text);
+        assert.equal(retried.headers.get('idempotent-replayed'), null);
+      } finally {
+        await u.close();
+      }
+    });
+
+    test('OpenAPI: every POST takes the header and documents the replay header', async () => {
+      const doc = (await t.request('GET', '/v1/openapi.json')).body;
+      for (const [path, item] of Object.entries<any>(doc.paths)) {
+        if (!item.post) continue;
+        assert.ok(item.post.parameters.some((p: any) => p.in === 'header' && p.name === 'Idempotency-Key'), path);
+        const ok = Object.entries<any>(item.post.responses).find(([s]) => s.startsWith('2'))![1];
+        assert.ok(ok.headers['Idempotent-Replayed'], path);
+      }
+      assert.equal(doc.paths['/documents'].get.parameters.some((p: any) => p.name === 'Idempotency-Key'), false);
+    });
+  });
+}
