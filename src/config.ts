@@ -7,6 +7,8 @@ export interface Config {
   databaseUrl: string;
   /** SQLite's commit durability: `full` survives an OS crash or power loss, `normal` only a process crash. */
   sqliteSynchronous: 'full' | 'normal';
+  /** PostgreSQL: a query with no answer after this long fails and its connection is closed; 0 turns it off. */
+  databaseQueryTimeoutMs: number;
   redisUrl: string | null;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
@@ -110,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: str('HOST', '127.0.0.1'),
     databaseUrl,
     sqliteSynchronous: sqliteSynchronous === 'normal' ? 'normal' : 'full',
+    databaseQueryTimeoutMs: duration('DATABASE_QUERY_TIMEOUT', '30s', { allowZero: true, timer: true }),
     redisUrl,
     webhookRetryDelaysMs,
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),

@@ -76,6 +76,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
   const log = createLogger(config.logLevel);
   const database = openFor(config, log);
   await migrateToLatest(database.db, database.schema);
+  database.setQueryTimeout(config.databaseQueryTimeoutMs);
   const ctx = createContext(config, database, systemClock, log);
   // On PostgreSQL the deployment may have several API nodes: without Redis each keeps its own rate-limit
   // counters, so N nodes let an account make N times its plan's requests. Said once, at start.
@@ -119,6 +120,7 @@ export async function runWorker(config: Config, opts: { json: boolean }) {
   const log = createLogger(config.logLevel);
   const database = openFor(config, log);
   await migrateToLatest(database.db, database.schema);
+  database.setQueryTimeout(config.databaseQueryTimeoutMs);
   const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
   worker.start();

@@ -29,7 +29,37 @@ export interface Database {
   url: string;
   /** PostgreSQL schema the connections are pinned to, when not the default. */
   schema?: string;
+  /**
+   * PostgreSQL: a query that gets no answer within `ms` (0: no limit) fails and its connection is closed. Set
+   * after migrating, which may legitimately take longer. SQLite runs in process and cannot stop answering.
+   */
+  setQueryTimeout(ms: number): void;
   close(): Promise<void>;
+}
+
+/**
+ * A server or network that stops answering without closing the connection (a partition, a frozen VM, a
+ * failover behind a proxy) would hold a query, and the request or worker task waiting on it, until TCP gives
+ * up: many minutes. Each query on a pooled client gets a deadline instead; at the deadline the connection is
+ * destroyed, which fails the query (a 500 for a request, a retry for the worker) and makes the pool drop the
+ * client, so the next query opens a fresh connection. Cancelling only the query would leave the connection's
+ * protocol state unknown, so the whole connection goes.
+ */
+function armQueryDeadline(client: pg.PoolClient, timeoutMs: () => number) {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const result = query(...args);
+    const ms = timeoutMs();
+    if (ms > 0 && result instanceof Promise) {
+      const timer = setTimeout(() => {
+        const stream = (client as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream;
+        stream?.destroy(new Error(`PostgreSQL gave no answer within ${ms} ms (DATABASE_QUERY_TIMEOUT); the connection is closed`));
+      }, ms);
+      const clear = () => clearTimeout(timer);
+      result.then(clear, clear);
+    }
+    return result;
+  };
 }
 
 // bigint (int8) and numeric come back from pg as strings by default; our bigints are millisecond times
@@ -66,6 +96,8 @@ export interface DatabaseOptions {
   sqliteSynchronous?: 'full' | 'normal';
   /** PostgreSQL only: a connection was closed by the server or the network, idle or in use (default: a line on stderr). */
   onConnectionError?: (err: Error) => void;
+  /** PostgreSQL only: see Database.setQueryTimeout (default 0, no limit). */
+  queryTimeoutMs?: number;
 }
 
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -82,7 +114,8 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    if (file === ':memory:') return { db, dialect: 'sqlite', url, close: () => db.destroy() };
+    const setQueryTimeout = () => undefined;
+    if (file === ':memory:') return { db, dialect: 'sqlite', url, setQueryTimeout, close: () => db.destroy() };
     // Checkpoints happen on a second connection off the event loop (checkpointer.ts); the automatic one is
     // only the safety net, at ~40 MB of WAL instead of ~4 MB.
     sqlite.pragma('wal_autocheckpoint = 10000');
@@ -91,6 +124,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
       db,
       dialect: 'sqlite',
       url,
+      setQueryTimeout,
       async close() {
         await db.destroy();
         await checkpointer.stop();
@@ -114,10 +148,21 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   // The pool listens only while a client is idle in it, so every client gets its own listener for when it is
   // checked out: the query running on it fails by itself (answered as a 500) and the pool drops the client.
   const lost = opts.onConnectionError ?? ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost (${err.message}); it will be reopened\n`));
-  pool.on('connect', (client) => client.on('error', lost));
+  let queryTimeoutMs = opts.queryTimeoutMs ?? 0;
+  pool.on('connect', (client) => {
+    client.on('error', lost);
+    armQueryDeadline(client, () => queryTimeoutMs);
+  });
   pool.on('error', () => undefined); // an idle client's error, already reported by the client's own listener
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', url, ...(opts.schema ? { schema: opts.schema } : {}), close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    url,
+    ...(opts.schema ? { schema: opts.schema } : {}),
+    setQueryTimeout: (ms: number) => void (queryTimeoutMs = ms),
+    close: () => db.destroy(),
+  };
 }
 
 /**

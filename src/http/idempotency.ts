@@ -22,7 +22,9 @@ import { ApiError, invalidRequest } from './errors.js';
  * The key is taken in its own statement before the endpoint runs and the answer is written after it, outside the
  * endpoint's transaction. If the process dies between the endpoint's commit and the answer's write, the key stays
  * taken without an answer; once the lease (the longest a request can run) is over, a retry runs the request again.
- * That narrow window is the one case in which a retry can still repeat a create.
+ * The other case: the connection is lost (or DATABASE_QUERY_TIMEOUT passes) during the endpoint's COMMIT, which
+ * may have happened; the answer is a 500, which releases the key. In both, the outcome is unknown to the service
+ * itself, and a retry can repeat a create. Writing the answer inside the endpoint's transaction would close both.
  */
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
@@ -94,3 +95,67 @@ test('a PostgreSQL connection killed while a query runs on it fails that query o
     assert.ok(lost.length >= 1, 'the lost connection was reported');
     assert.notEqual(await backendPid(database), pid, 'a new connection answered');
   }));
+
+test('DATABASE_QUERY_TIMEOUT: 30 s by default, 0 turns it off, nonsense is refused naming the variable', () => {
+  assert.equal(loadConfig({}).databaseQueryTimeoutMs, 30_000);
+  assert.equal(loadConfig({ DATABASE_QUERY_TIMEOUT: '0' }).databaseQueryTimeoutMs, 0);
+  assert.equal(loadConfig({ DATABASE_QUERY_TIMEOUT: '5s' }).databaseQueryTimeoutMs, 5_000);
+  assert.throws(() => loadConfig({ DATABASE_QUERY_TIMEOUT: 'soon' }), /DATABASE_QUERY_TIMEOUT="soon"/);
+});
+
+test('a query past DATABASE_QUERY_TIMEOUT fails, its connection is dropped and the next query gets a new one (postgres)', () =>
+  withLosablePool(1, async ({ database, lost }) => {
+    const pid = await backendPid(database);
+    await sql`select pg_sleep(0.3)`.execute(database.db); // no deadline yet (as while migrating)
+    database.setQueryTimeout(200);
+    const started = Date.now();
+    const err = await sql`select pg_sleep(3)`.execute(database.db).then(
+      () => null,
+      (e: Error) => e,
+    );
+    const took = Date.now() - started;
+    assert.ok(err, 'the slow query failed');
+    assert.ok(took >= 180 && took < 2_000, `failed after ${took} ms`);
+    assert.ok(lost.some((m) => /DATABASE_QUERY_TIMEOUT/.test(m)), `reported: ${JSON.stringify(lost)}`);
+    assert.notEqual(await backendPid(database), pid, 'a new connection answered');
+  }));
+
+test('a PostgreSQL that stops answering without closing the connection: queries fail at the deadline, then work again (postgres)', async () => {
+  // A TCP relay to the real server that can stop passing bytes, as a partition or a frozen VM does.
+  let frozen = false;
+  const sockets: Socket[] = [];
+  const target = new URL(PG_URL);
+  const relay = createServer((client) => {
+    const upstream = createConnection({ host: target.hostname, port: Number(target.port || 5432) });
+    sockets.push(client, upstream);
+    client.on('data', (b) => frozen || upstream.write(b));
+    upstream.on('data', (b) => frozen || client.write(b));
+    const end = () => (client.destroy(), upstream.destroy());
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  const url = new URL(PG_URL);
+  url.port = String((relay.address() as AddressInfo).port);
+  const lost: string[] = [];
+  const database = openDatabase(url.toString(), { poolSize: 1, queryTimeoutMs: 300, onConnectionError: (e) => lost.push(e.message) });
+  try {
+    await sql`select 1`.execute(database.db);
+    frozen = true;
+    const started = Date.now();
+    // On the pool's open connection (a new one would wait for the 10 s connection timeout instead).
+    const result = await sql`select 1`.execute(database.db).then(() => 'answered', (e: Error) => e.message);
+    const took = Date.now() - started;
+    assert.notEqual(result, 'answered');
+    assert.ok(took < 2_000, `failed after ${took} ms`);
+    frozen = false;
+    const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
+    assert.equal(again.rows[0]!.one, 1);
+    assert.ok(lost.length >= 1);
+  } finally {
+    frozen = false;
+    await database.close();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => relay.close(r));
+  }
+});
