@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
@@ -10,6 +9,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { PG_URL } from '../helpers/db.js';
+import { createFreezableRelay } from '../helpers/relay.js';
 
 // SQLite only: PostgreSQL's commit durability is the server's own setting (synchronous_commit, on by default).
 test('SQLITE_SYNCHRONOUS: full unless the operator chooses normal; anything else is refused naming the variable', () => {
@@ -121,41 +121,28 @@ test('a query past DATABASE_QUERY_TIMEOUT fails, its connection is dropped and t
   }));
 
 test('a PostgreSQL that stops answering without closing the connection: queries fail at the deadline, then work again (postgres)', async () => {
-  // A TCP relay to the real server that can stop passing bytes, as a partition or a frozen VM does.
-  let frozen = false;
-  const sockets: Socket[] = [];
   const target = new URL(PG_URL);
-  const relay = createServer((client) => {
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port || 5432) });
-    sockets.push(client, upstream);
-    client.on('data', (b) => frozen || upstream.write(b));
-    upstream.on('data', (b) => frozen || client.write(b));
-    const end = () => (client.destroy(), upstream.destroy());
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  const relay = await createFreezableRelay({ host: target.hostname, port: Number(target.port || 5432) });
   const url = new URL(PG_URL);
-  url.port = String((relay.address() as AddressInfo).port);
+  url.port = String(relay.port);
   const lost: string[] = [];
   const database = openDatabase(url.toString(), { poolSize: 1, queryTimeoutMs: 300, onConnectionError: (e) => lost.push(e.message) });
   try {
     await sql`select 1`.execute(database.db);
-    frozen = true;
+    relay.freeze(true);
     const started = Date.now();
     // On the pool's open connection (a new one would wait for the 10 s connection timeout instead).
     const result = await sql`select 1`.execute(database.db).then(() => 'answered', (e: Error) => e.message);
     const took = Date.now() - started;
     assert.notEqual(result, 'answered');
     assert.ok(took < 2_000, `failed after ${took} ms`);
-    frozen = false;
+    relay.freeze(false);
     const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
     assert.equal(again.rows[0]!.one, 1);
     assert.ok(lost.length >= 1);
   } finally {
-    frozen = false;
+    relay.freeze(false);
     await database.close();
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => relay.close(r));
+    await relay.close();
   }
 });

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
+import { createFreezableRelay } from '../helpers/relay.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -167,29 +168,18 @@ describe('rate limits with Redis', () => {
   });
 
   test('Redis that stops answering (frozen, partitioned): requests fall back to this node within a moment, and the operator is told', async () => {
-    // A TCP relay to the real Redis that can stop passing bytes: the connection stays open, nothing answers.
-    let frozen = false;
-    const sockets: Socket[] = [];
-    const relay = createServer((client) => {
-      const upstream = createConnection({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
-      sockets.push(client, upstream);
-      client.on('data', (b) => frozen || upstream.write(b));
-      upstream.on('data', (b) => frozen || client.write(b));
-      const end = () => (client.destroy(), upstream.destroy());
-      client.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    // A relay to the real Redis that can stop passing bytes: the connection stays open, nothing answers.
+    const relay = await createFreezableRelay({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
     const warnings: string[] = [];
     const log = { info() {}, error() {}, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
-    const url = `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const url = `redis://127.0.0.1:${relay.port}`;
     const node = await createTestApp('sqlite', { redisUrl: url, keyPrefix: `${keyPrefix}:frozen`, log });
     try {
       await node.limiter.ready();
       const { key } = await node.account({ minute: 3, day: 1000 });
       const a = await node.request('GET', '/v1/documents', { key });
       assert.equal(a.headers.get('x-ratelimit-remaining'), '2');
-      frozen = true;
+      relay.freeze(true);
       const started = Date.now();
       const b = await node.request('GET', '/v1/documents', { key });
       assert.equal(b.status, 200);
@@ -201,10 +191,9 @@ describe('rate limits with Redis', () => {
       await node.request('GET', '/v1/documents', { key });
       assert.equal((await node.request('GET', '/v1/documents', { key })).status, 429);
     } finally {
-      frozen = false;
-      for (const s of sockets) s.destroy();
+      relay.freeze(false);
       await node.close();
-      await new Promise((r) => relay.close(r));
+      await relay.close();
     }
   });
 
