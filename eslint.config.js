@@ -15,4 +15,14 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
+  {
+    // The dashboard's script runs in the browser as a classic script (src/modules/dashboard/assets).
+    files: ['src/modules/dashboard/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'sessionStorage', 'fetch', 'crypto', 'URLSearchParams', 'Node'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
 );

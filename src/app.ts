@@ -17,6 +17,7 @@ import { assistantRoutes } from './modules/assistant/assistant.routes.js';
 import { chatRoutes } from './modules/chat/chat.routes.js';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 import { rundownsRoutes } from './modules/rundowns/rundowns.routes.js';
@@ -241,6 +242,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     },
     { prefix: '/v1' },
   );
+  // The staff dashboard is a static client of the API above, so it lives beside it, not under /v1.
+  await app.register(dashboardRoutes());
 
   return app;
 }

@@ -1,0 +1,659 @@
+// Parley staff dashboard: a client of the public REST API (/v1) of the service that serves this file, with the
+// API key the user pastes. Every value that came from the API reaches the page as text (textContent, text
+// nodes, attribute values): none is ever parsed as HTML, so nothing a customer or a receiver wrote can become
+// markup. A classic deferred script, not a module: it runs as is in every browser and in the jsdom test.
+'use strict';
+
+(() => {
+  const KEY_STORAGE = 'parley.dashboard.apiKey';
+  // Keep in step with SUBSCRIBABLE_EVENTS (src/modules/webhooks/events.ts); the dashboard test compares them.
+  const EVENT_KINDS = [
+    'conversation.started',
+    'conversation.ended',
+    'conversation.message',
+    'escalation',
+    'escalation.submitted',
+    'workflow.triggered',
+    'rundown.generated',
+  ];
+  const DELIVERY_FILTERS = ['all', 'pending', 'succeeded', 'failed', 'cancelled'];
+  const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
+  const DOCUMENT_FILTERS = ['all', 'active', 'draft'];
+  const FAQ_STATUSES = ['approved', 'pending', 'draft'];
+  const PAGE_SIZE = 20;
+
+  /** Paging and filters per screen; kept while the tab is open so going back to a list keeps its page. */
+  const state = {
+    webhooks: { offset: 0 },
+    deliveries: { webhookId: null, status: 'all', offset: 0 },
+    conversations: { status: 'all', offset: 0 },
+    documents: { status: 'all', offset: 0 },
+    faqs: { status: 'all', offset: 0 },
+  };
+
+  const byId = (id) => document.getElementById(id);
+
+  /**
+   * createElement with attributes, listeners (on…) and children; strings become text nodes. The one way this
+   * script builds DOM, so API data can only ever be text.
+   */
+  function h(tag, props, ...children) {
+    const el = document.createElement(tag);
+    for (const [name, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name === 'class') el.className = value;
+      else if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+      else if (value === true) el.setAttribute(name, '');
+      else el.setAttribute(name, String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === undefined || child === null || child === false) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  function fmtTime(iso) {
+    if (!iso) return '—';
+    return h('time', { datetime: iso, title: iso }, new Date(iso).toLocaleString());
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // API client
+  // ---------------------------------------------------------------------------------------------
+
+  class ApiFailure extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  const storedKey = () => sessionStorage.getItem(KEY_STORAGE);
+
+  /** One API call; resolves to the envelope's data, rejects with the envelope's error code and message. */
+  async function api(method, path, opts = {}) {
+    const key = opts.key ?? storedKey();
+    const headers = { Accept: 'application/json', Authorization: `Bearer ${key}` };
+    const init = { method, headers };
+    if (opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(opts.body);
+    }
+    // A POST that is resent (a double click, a proxy retrying) is then answered once, not run twice.
+    if (method === 'POST') headers['Idempotency-Key'] = crypto.randomUUID();
+    let url = `/v1${path}`;
+    if (opts.query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(opts.query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+      url += `?${q}`;
+    }
+    let res;
+    try {
+      res = await fetch(url, init);
+    } catch (err) {
+      throw new ApiFailure(0, 'NETWORK', `the service did not answer (${err && err.message ? err.message : err})`);
+    }
+    let payload = null;
+    try {
+      payload = await res.json();
+    } catch {
+      payload = null;
+    }
+    if (res.ok && payload && payload.success === true) return payload.data;
+    const error = payload && payload.error;
+    throw new ApiFailure(res.status, (error && error.code) || `HTTP_${res.status}`, (error && error.message) || `HTTP ${res.status} without an error message`);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Messages, sign-in, routing
+  // ---------------------------------------------------------------------------------------------
+
+  function showMessage(text, kind) {
+    const el = byId('message');
+    el.textContent = text;
+    el.className = `message ${kind}`;
+    el.hidden = false;
+  }
+
+  function clearMessage() {
+    const el = byId('message');
+    el.textContent = '';
+    el.hidden = true;
+  }
+
+  /** Every failed call ends here: the API's own message is shown; a 401 (key revoked meanwhile) signs out. */
+  function handleFailure(err) {
+    if (err instanceof ApiFailure) {
+      showMessage(`${err.message} (${err.code})`, 'error');
+      if (err.status === 401) {
+        sessionStorage.removeItem(KEY_STORAGE);
+        showSignIn();
+      }
+    } else {
+      showMessage(`Unexpected error in the dashboard: ${err && err.message ? err.message : err}`, 'error');
+    }
+  }
+
+  /** Runs a button's action with the button disabled, so a second click cannot start it again meanwhile. */
+  async function act(button, action) {
+    button.disabled = true;
+    try {
+      await action();
+    } catch (err) {
+      handleFailure(err);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function showSignIn() {
+    byId('sign-in-view').hidden = false;
+    byId('app-view').hidden = true;
+    byId('app-view').replaceChildren();
+    byId('nav').hidden = true;
+    byId('api-key').focus();
+  }
+
+  function route() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return p;
+      }
+    });
+    return { section: parts[0] || 'webhooks', id: parts[1], sub: parts[2], subId: parts[3] };
+  }
+
+  let renderSeq = 0;
+
+  /** Draws the screen the URL fragment names. A slower earlier render never replaces a later one. */
+  async function render() {
+    if (!storedKey()) return showSignIn();
+    byId('sign-in-view').hidden = true;
+    byId('nav').hidden = false;
+    const view = byId('app-view');
+    view.hidden = false;
+    const seq = ++renderSeq;
+    const r = route();
+    for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === r.section);
+    view.setAttribute('aria-busy', 'true');
+    const mount = (el) => {
+      if (seq !== renderSeq) return;
+      view.replaceChildren(el);
+      view.removeAttribute('aria-busy');
+    };
+    try {
+      if (r.section === 'webhooks' && r.id) await webhookView(mount, r.id, r.sub === 'deliveries' ? r.subId : undefined);
+      else if (r.section === 'webhooks') await webhooksView(mount);
+      else if (r.section === 'conversations' && r.id) await transcriptView(mount, r.id);
+      else if (r.section === 'conversations') await conversationsView(mount);
+      else if (r.section === 'knowledge') await knowledgeView(mount);
+      else mount(h('p', {}, 'No such screen. ', h('a', { href: '#/webhooks' }, 'Go to webhooks')));
+    } catch (err) {
+      if (seq !== renderSeq) return;
+      handleFailure(err);
+      mount(h('p', { class: 'muted', id: 'load-failed' }, 'This screen could not be loaded.'));
+    }
+  }
+
+  /** Moves to another screen (a history entry, so Back works) and draws it. */
+  async function go(hash) {
+    if (location.hash !== hash) history.pushState(null, '', hash);
+    await render();
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    const input = byId('api-key');
+    const key = input.value.trim();
+    if (!key) return showMessage('Paste an API key first.', 'error');
+    const button = event.currentTarget.querySelector('button');
+    await act(button, async () => {
+      // Checked once before it is kept, so a mistyped key is refused here rather than on every screen. A 403
+      // (a scope this key lacks, a server key on the Free plan) means the key itself is valid: other screens may work.
+      try {
+        await api('GET', '/webhooks', { key, query: { limit: 1 } });
+        clearMessage();
+      } catch (err) {
+        if (!(err instanceof ApiFailure) || (err.status !== 403 && err.status !== 429)) throw err;
+        showMessage(`Signed in, but: ${err.message} (${err.code})`, 'error');
+      }
+      sessionStorage.setItem(KEY_STORAGE, key);
+      input.value = '';
+      if (!location.hash || location.hash === '#/') history.replaceState(null, '', '#/webhooks');
+      await render();
+    });
+  }
+
+  function signOut() {
+    sessionStorage.removeItem(KEY_STORAGE);
+    renderSeq++;
+    showSignIn();
+    showMessage('Signed out. The key was removed from this tab.', 'info');
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Shared pieces
+  // ---------------------------------------------------------------------------------------------
+
+  function pager(page, onOffset, name) {
+    const from = page.total === 0 ? 0 : page.offset + 1;
+    const to = page.offset + page.limit >= page.total ? page.total : page.offset + page.limit;
+    return h(
+      'div',
+      { class: 'pager', 'data-pager': name },
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'prev', disabled: page.offset === 0, onclick: () => onOffset(Math.max(0, page.offset - page.limit)) }, '← Previous'),
+      h('span', { class: 'muted' }, `${from}–${to} of ${page.total}`),
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'next', disabled: page.offset + page.limit >= page.total, onclick: () => onOffset(page.offset + page.limit) }, 'Next →'),
+    );
+  }
+
+  function filterSelect(id, label, values, current, onChange) {
+    const select = h('select', { id, onchange: () => onChange(select.value) }, values.map((v) => h('option', { value: v, selected: v === current }, v)));
+    return h('label', { class: 'filter' }, `${label} `, select);
+  }
+
+  function table(headers, rows, empty) {
+    if (rows.length === 0) return h('p', { class: 'muted empty' }, empty);
+    return h('table', {}, h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))), h('tbody', {}, rows));
+  }
+
+  function badge(text, kind) {
+    return h('span', { class: `badge ${kind}` }, text);
+  }
+
+  function details(pairs) {
+    return h('dl', { class: 'details' }, pairs.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Webhooks
+  // ---------------------------------------------------------------------------------------------
+
+  function webhookStatus(w) {
+    if (w.enabled) return badge('enabled', 'ok');
+    return h('span', {}, badge('disabled', 'off'), w.disabledReason ? h('span', { class: 'reason' }, w.disabledReason) : null);
+  }
+
+  /** The outcome of a test send or retry, from the delivery the API answered. */
+  function deliveryOutcome(what, d) {
+    const last = d.attempts[d.attempts.length - 1];
+    const answer = !last ? 'no attempt recorded' : last.statusCode !== null ? `HTTP ${last.statusCode}` : last.error || 'no answer';
+    const took = last ? `, ${last.durationMs} ms` : '';
+    showMessage(`${what}: delivery ${d.id} ${d.status} (${answer}${took}).`, d.status === 'succeeded' ? 'ok' : 'error');
+  }
+
+  function webhookActions(w, afterDelete) {
+    return [
+      h('button', {
+        type: 'button',
+        class: 'secondary',
+        'data-action': 'toggle',
+        onclick: (e) =>
+          act(e.currentTarget, async () => {
+            const updated = await api('PUT', `/webhooks/${encodeURIComponent(w.id)}`, { body: { enabled: !w.enabled } });
+            await render();
+            showMessage(`Webhook ${updated.enabled ? 'enabled' : 'disabled'}: ${updated.url}`, 'ok');
+          }),
+      }, w.enabled ? 'Disable' : 'Enable'),
+      h('button', {
+        type: 'button',
+        'data-action': 'test',
+        onclick: (e) =>
+          act(e.currentTarget, async () => {
+            const d = await api('POST', `/webhooks/${encodeURIComponent(w.id)}/test`);
+            await render();
+            deliveryOutcome('Test event sent', d);
+          }),
+      }, 'Send test event'),
+      h('button', {
+        type: 'button',
+        class: 'danger',
+        'data-action': 'delete',
+        onclick: (e) => {
+          if (!window.confirm(`Delete the webhook to ${w.url}? Its pending deliveries are cancelled.`)) return;
+          return act(e.currentTarget, async () => {
+            await api('DELETE', `/webhooks/${encodeURIComponent(w.id)}`);
+            await afterDelete();
+            showMessage(`Webhook deleted: ${w.url}`, 'ok');
+          });
+        },
+      }, 'Delete'),
+    ];
+  }
+
+  function randomSecret() {
+    const bytes = crypto.getRandomValues(new Uint8Array(24));
+    return `whsec_${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+  }
+
+  function createWebhookForm() {
+    const url = h('input', { id: 'webhook-url', name: 'url', type: 'url', placeholder: 'https://example.com/hooks/parley', autocomplete: 'off', spellcheck: 'false' });
+    const secret = h('input', { id: 'webhook-secret', name: 'secret', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: '8 to 256 characters' });
+    const boxes = EVENT_KINDS.map((kind) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value: kind }), ` ${kind}`));
+    // The API is the one validator (novalidate): its message names the field and the rule.
+    const form = h(
+      'form',
+      { id: 'webhook-create', class: 'card', novalidate: true },
+      h('h3', {}, 'Register a webhook'),
+      h('label', { for: 'webhook-url' }, 'URL'),
+      url,
+      h('fieldset', {}, h('legend', {}, 'Events'), boxes),
+      h('label', { for: 'webhook-secret' }, 'Secret (signs every delivery; never shown again after this, so keep a copy)'),
+      h('div', { class: 'row' }, secret, h('button', { type: 'button', class: 'secondary', onclick: () => (secret.value = randomSecret()) }, 'Generate')),
+      h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Register')),
+    );
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      act(form.querySelector('button[type=submit]'), async () => {
+        const events = boxes.map((l) => l.querySelector('input')).filter((b) => b.checked).map((b) => b.value);
+        const created = await api('POST', '/webhooks', { body: { url: url.value.trim(), events, secret: secret.value } });
+        state.webhooks.offset = 0;
+        await render();
+        showMessage(`Webhook registered: ${created.url} (${created.id}).`, 'ok');
+      });
+    });
+    return form;
+  }
+
+  async function webhooksView(mount) {
+    const page = await api('GET', '/webhooks', { query: { limit: PAGE_SIZE, offset: state.webhooks.offset } });
+    const rows = page.webhooks.map((w) =>
+      h(
+        'tr',
+        { 'data-id': w.id },
+        h('td', { class: 'url' }, h('a', { href: `#/webhooks/${encodeURIComponent(w.id)}` }, w.url)),
+        h('td', {}, w.events.join(', ')),
+        h('td', { class: 'status' }, webhookStatus(w)),
+        h('td', {}, fmtTime(w.createdAt)),
+        h('td', { class: 'actions' }, webhookActions(w, render), h('a', { class: 'button-link', href: `#/webhooks/${encodeURIComponent(w.id)}`, 'data-action': 'deliveries' }, 'Deliveries')),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'webhooks' },
+        h('h2', {}, 'Webhooks'),
+        table(['URL', 'Events', 'Status', 'Created', ''], rows, 'No webhooks yet.'),
+        page.total > 0 ? pager(page, (offset) => ((state.webhooks.offset = offset), render()), 'webhooks') : null,
+        createWebhookForm(),
+      ),
+    );
+  }
+
+  function attemptsList(attempts) {
+    if (attempts.length === 0) return h('span', { class: 'muted' }, 'none yet');
+    return h(
+      'ol',
+      { class: 'attempts' },
+      attempts.map((a) =>
+        h('li', {}, `#${a.attempt} ${a.kind} · `, a.statusCode !== null ? `HTTP ${a.statusCode}` : a.error || 'no answer', ` · ${a.durationMs} ms · `, fmtTime(a.at)),
+      ),
+    );
+  }
+
+  const deliveryBadge = (status) => badge(status, status === 'succeeded' ? 'ok' : status === 'pending' ? 'wait' : 'off');
+
+  function prettyBody(text) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      return text;
+    }
+  }
+
+  function deliveryDetail(webhookId, d) {
+    const base = `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}`;
+    const attemptRows = d.attempts.map((a) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, String(a.attempt)),
+        h('td', {}, a.kind),
+        h('td', {}, fmtTime(a.at)),
+        h('td', {}, a.statusCode !== null ? String(a.statusCode) : '—'),
+        h('td', {}, `${a.durationMs} ms`),
+        h('td', {}, a.error || '—'),
+        h('td', {}, a.responseBody ? h('pre', { class: 'response' }, a.responseBody) : '—'),
+      ),
+    );
+    return h(
+      'section',
+      { id: 'delivery-detail', class: 'card', 'data-id': d.id },
+      h('h3', {}, `Delivery ${d.id}`),
+      details([
+        ['Event', d.event],
+        ['Status', deliveryBadge(d.status)],
+        ['Event id', d.eventId || '—'],
+        ['Created', fmtTime(d.createdAt)],
+        ['Updated', fmtTime(d.updatedAt)],
+        ['Next attempt', fmtTime(d.nextAttemptAt)],
+      ]),
+      h('div', { class: 'row' }, h('button', {
+        type: 'button',
+        'data-action': 'retry',
+        onclick: (e) =>
+          act(e.currentTarget, async () => {
+            const after = await api('POST', `${base}/retry`);
+            await render();
+            deliveryOutcome('Retried', after);
+          }),
+      }, 'Retry now'), h('a', { class: 'button-link secondary', href: `#/webhooks/${encodeURIComponent(webhookId)}` }, 'Close')),
+      h('h4', {}, 'Attempts'),
+      table(['#', 'Kind', 'At', 'HTTP', 'Took', 'Error', 'Response (first 4 KiB)'], attemptRows, 'No attempt yet.'),
+      h('h4', {}, 'Body (identical in every attempt)'),
+      h('pre', { class: 'body' }, prettyBody(d.body)),
+    );
+  }
+
+  async function webhookView(mount, id, deliveryId) {
+    if (state.deliveries.webhookId !== id) state.deliveries = { webhookId: id, status: 'all', offset: 0 };
+    const path = `/webhooks/${encodeURIComponent(id)}`;
+    const [w, page, delivery] = await Promise.all([
+      api('GET', path),
+      api('GET', `${path}/deliveries`, { query: { status: state.deliveries.status, limit: PAGE_SIZE, offset: state.deliveries.offset } }),
+      deliveryId ? api('GET', `${path}/deliveries/${encodeURIComponent(deliveryId)}`) : null,
+    ]);
+    const hookHash = `#/webhooks/${encodeURIComponent(w.id)}`;
+    const rows = page.deliveries.map((d) =>
+      h(
+        'tr',
+        { 'data-id': d.id, class: d.id === deliveryId ? 'selected' : null },
+        h('td', {}, fmtTime(d.createdAt)),
+        h('td', {}, d.event),
+        h('td', { class: 'status' }, deliveryBadge(d.status)),
+        h('td', {}, attemptsList(d.attempts)),
+        h('td', {}, fmtTime(d.nextAttemptAt)),
+        h('td', {}, h('a', { href: `${hookHash}/deliveries/${encodeURIComponent(d.id)}`, 'data-action': 'detail' }, 'Details')),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'webhook', 'data-id': w.id },
+        h('p', {}, h('a', { href: '#/webhooks' }, '← All webhooks')),
+        h('h2', { class: 'url' }, w.url),
+        details([
+          ['Id', w.id],
+          ['Events', w.events.join(', ')],
+          ['Status', webhookStatus(w)],
+          ['Created', fmtTime(w.createdAt)],
+          ['Updated', fmtTime(w.updatedAt)],
+        ]),
+        h('div', { class: 'row actions' }, webhookActions(w, () => go('#/webhooks'))),
+        h('h3', {}, 'Delivery history'),
+        h(
+          'div',
+          { class: 'toolbar' },
+          filterSelect('delivery-status', 'Status', DELIVERY_FILTERS, state.deliveries.status, (v) => {
+            state.deliveries.status = v;
+            state.deliveries.offset = 0;
+            render();
+          }),
+          h('button', { type: 'button', class: 'secondary', 'data-action': 'refresh', onclick: () => render() }, 'Refresh'),
+        ),
+        h('div', { id: 'deliveries' }, table(['Created', 'Event', 'Status', 'Attempts', 'Next attempt', ''], rows, 'No deliveries with this status.')),
+        page.total > 0 ? pager(page, (offset) => ((state.deliveries.offset = offset), render()), 'deliveries') : null,
+        delivery ? deliveryDetail(w.id, delivery) : null,
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Conversations
+  // ---------------------------------------------------------------------------------------------
+
+  const conversationBadge = (status) => badge(status, status === 'escalated' ? 'off' : status === 'active' ? 'wait' : 'ok');
+
+  async function conversationsView(mount) {
+    const s = state.conversations;
+    const page = await api('GET', '/conversations', { query: { status: s.status, limit: PAGE_SIZE, offset: s.offset } });
+    const rows = page.conversations.map((c) =>
+      h(
+        'tr',
+        { 'data-id': c.id },
+        h('td', {}, h('a', { href: `#/conversations/${encodeURIComponent(c.id)}` }, fmtTime(c.createdAt))),
+        h('td', {}, c.customerId),
+        h('td', {}, conversationBadge(c.status)),
+        h('td', {}, c.outcome || '—'),
+        h('td', {}, c.topic || '—'),
+        h('td', { class: 'num' }, String(c.messageCount)),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'conversations' },
+        h('h2', {}, 'Conversations'),
+        h('div', { class: 'toolbar' }, filterSelect('conversation-status', 'Status', CONVERSATION_FILTERS, s.status, (v) => ((s.status = v), (s.offset = 0), render()))),
+        table(['Started', 'Customer', 'Status', 'Outcome', 'Topic', 'Messages'], rows, 'No conversations with this status.'),
+        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'conversations') : null,
+      ),
+    );
+  }
+
+  async function transcriptView(mount, id) {
+    const c = await api('GET', `/conversations/${encodeURIComponent(id)}`);
+    const messages = c.messages.map((m) =>
+      h(
+        'li',
+        { class: `msg role-${String(m.role).replace(/[^a-z]/g, '')}` },
+        h('div', { class: 'meta' }, h('strong', {}, m.role), ' · ', fmtTime(m.timestamp)),
+        h('p', { class: 'content' }, m.content),
+        m.sources && m.sources.length ? h('p', { class: 'sources muted' }, `Sources: ${m.sources.join(', ')}`) : null,
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'transcript', 'data-id': c.id },
+        h('p', {}, h('a', { href: '#/conversations' }, '← All conversations')),
+        h('h2', {}, `Conversation with ${c.customerLabel || c.customerId}`),
+        details([
+          ['Id', c.id],
+          ['Customer', c.customerId],
+          ['Email', c.customerEmail || '—'],
+          ['Status', conversationBadge(c.status)],
+          ['Outcome', c.outcome || '—'],
+          ['Topic', c.topic || '—'],
+          ['Tags', c.tags.length ? c.tags.join(', ') : '—'],
+          ['Escalation reason', c.escalationReason || '—'],
+          ['Started', fmtTime(c.createdAt)],
+          ['Ended', fmtTime(c.endedAt)],
+        ]),
+        h('h3', {}, `Transcript (${c.messageCount} messages)`),
+        messages.length ? h('ol', { class: 'transcript' }, messages) : h('p', { class: 'muted' }, 'No messages.'),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Knowledge
+  // ---------------------------------------------------------------------------------------------
+
+  function faqStatusSelect(f) {
+    const select = h(
+      'select',
+      {
+        'aria-label': 'FAQ status',
+        'data-action': 'faq-status',
+        onchange: () => {
+          const status = select.value;
+          act(select, async () => {
+            try {
+              await api('PUT', `/faqs/${encodeURIComponent(f.id)}`, { body: { status } });
+            } catch (err) {
+              select.value = f.status;
+              throw err;
+            }
+            await render();
+            showMessage(`FAQ "${f.question}" is now ${status}.`, 'ok');
+          });
+        },
+      },
+      FAQ_STATUSES.map((v) => h('option', { value: v, selected: v === f.status }, v)),
+    );
+    return select;
+  }
+
+  async function knowledgeView(mount) {
+    const ds = state.documents;
+    const fs = state.faqs;
+    const [docs, faqs] = await Promise.all([
+      api('GET', '/documents', { query: { status: ds.status, limit: PAGE_SIZE, offset: ds.offset } }),
+      api('GET', '/faqs', { query: { status: fs.status, limit: PAGE_SIZE, offset: fs.offset } }),
+    ]);
+    const docRows = docs.documents.map((d) =>
+      h('tr', { 'data-id': d.id }, h('td', {}, d.title), h('td', {}, badge(d.status, d.status === 'active' ? 'ok' : 'wait')), h('td', {}, fmtTime(d.updatedAt))),
+    );
+    const faqRows = faqs.faqs.map((f) =>
+      h(
+        'tr',
+        { 'data-id': f.id },
+        h('td', {}, h('details', {}, h('summary', {}, f.question), h('p', { class: 'content' }, f.answer))),
+        h('td', {}, f.category),
+        h('td', {}, faqStatusSelect(f)),
+        h('td', {}, fmtTime(f.updatedAt)),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'knowledge' },
+        h('h2', {}, 'Knowledge'),
+        h(
+          'section',
+          { id: 'faqs' },
+          h('h3', {}, 'FAQs'),
+          h('p', { class: 'muted' }, 'Only approved FAQs are used by the assistant; rundowns file suggested ones as pending.'),
+          h('div', { class: 'toolbar' }, filterSelect('faq-status', 'Status', ['all', ...FAQ_STATUSES], fs.status, (v) => ((fs.status = v), (fs.offset = 0), render()))),
+          table(['Question', 'Category', 'Status', 'Updated'], faqRows, 'No FAQs with this status.'),
+          faqs.total > 0 ? pager(faqs, (offset) => ((fs.offset = offset), render()), 'faqs') : null,
+        ),
+        h(
+          'section',
+          { id: 'documents' },
+          h('h3', {}, 'Documents'),
+          h('div', { class: 'toolbar' }, filterSelect('document-status', 'Status', DOCUMENT_FILTERS, ds.status, (v) => ((ds.status = v), (ds.offset = 0), render()))),
+          table(['Title', 'Status', 'Updated'], docRows, 'No documents with this status.'),
+          docs.total > 0 ? pager(docs, (offset) => ((ds.offset = offset), render()), 'documents') : null,
+        ),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Start
+  // ---------------------------------------------------------------------------------------------
+
+  byId('sign-in-form').addEventListener('submit', signIn);
+  byId('sign-out').addEventListener('click', signOut);
+  window.addEventListener('hashchange', () => {
+    clearMessage();
+    render();
+  });
+  render();
+})();

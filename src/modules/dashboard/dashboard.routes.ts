@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * The assets stay in src/ and are read from there by both the sources (tsx) and the build (dist/): this file sits at
+ * <root>/src/modules/dashboard or <root>/dist/modules/dashboard, so the package root is three levels up either way,
+ * and the build needs no copy step that `tsc` alone (as scripts/test.mjs runs it) would skip.
+ */
+export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('../../../src/modules/dashboard/assets/', import.meta.url));
+
+/**
+ * The page loads only its own script and stylesheet and talks only to this origin's API: an injected <script>,
+ * inline handler or style (from text a customer typed, should it ever reach the DOM as markup) does not run, the
+ * key cannot be sent elsewhere, no other site may frame the page (clickjacking), and a form cannot be submitted
+ * natively (which would put the pasted key in a URL) if the script failed to load.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+function load(file: string, type: string): Asset {
+  const body = readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`);
+  return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+}
+
+/**
+ * The staff dashboard: a static page and its script, a client of the public /v1 API with the key the user pastes.
+ * Outside /v1 and without a scope, so it is served without a key; it holds no account data.
+ */
+export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
+  // Read once: a request never touches the disk, and a missing asset stops the process at start, not at first use.
+  const page = load('index.html', 'text/html; charset=utf-8');
+  const script = load('app.js', 'text/javascript; charset=utf-8');
+  const style = load('app.css', 'text/css; charset=utf-8');
+
+  const serve = (asset: Asset) => ({
+    schema: { hide: true },
+    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      reply
+        .header('content-security-policy', DASHBOARD_CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer')
+        // no-cache = revalidate every time, so a new release is picked up at once; the ETag keeps that cheap.
+        .header('cache-control', 'no-cache')
+        .header('etag', asset.etag);
+      if (req.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+      return reply.type(asset.type).send(asset.body);
+    },
+  });
+
+  app.get('/dashboard', serve(page));
+  app.get('/dashboard/', serve(page));
+  app.get('/dashboard/app.js', serve(script));
+  app.get('/dashboard/app.css', serve(style));
+};

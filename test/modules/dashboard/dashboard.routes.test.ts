@@ -1,0 +1,418 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { JSDOM, VirtualConsole, type DOMWindow } from 'jsdom';
+import { DASHBOARD_ASSETS_DIR } from '../../../src/modules/dashboard/dashboard.routes.js';
+import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+import { startServer, type TestServer } from '../webhooks/helpers.js';
+
+const ASSETS = [
+  ['/dashboard', 'index.html', 'text/html; charset=utf-8'],
+  ['/dashboard/', 'index.html', 'text/html; charset=utf-8'],
+  ['/dashboard/app.js', 'app.js', 'text/javascript; charset=utf-8'],
+  ['/dashboard/app.css', 'app.css', 'text/css; charset=utf-8'],
+] as const;
+
+/** Markup a customer or a receiver could send; it must reach the page as text. */
+const XSS = '<img src=x onerror=window.__xss=1>';
+
+function cspDirectives(header: string | null): Map<string, string> {
+  assert.ok(header, 'Content-Security-Policy is set');
+  return new Map(
+    header
+      .split(';')
+      .map((d) => d.trim())
+      .filter(Boolean)
+      .map((d) => {
+        const [name, ...values] = d.split(/\s+/);
+        return [name!, values.join(' ')] as const;
+      }),
+  );
+}
+
+/** Polls the DOM (the script renders after fetches resolve) instead of sleeping a fixed time. */
+async function until<T>(fn: () => T | null | undefined | false, what: string, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+interface Page {
+  window: DOMWindow;
+  document: Document;
+  /** Every request the page made: method, path and headers. */
+  requests: { method: string; path: string; headers: Record<string, string> }[];
+  /** Errors the page raised (uncaught exceptions, failed script loads). */
+  errors: unknown[];
+  confirmAnswer: boolean;
+  confirmed: string[];
+  $<E extends Element = HTMLElement>(selector: string): E | null;
+  message(): string;
+  close(): void;
+}
+
+/**
+ * The real page from the real server, with its real script loaded by jsdom from /dashboard/app.js. jsdom has no
+ * fetch, so the page gets Node's, resolving its same-origin relative URLs against the server.
+ */
+async function openDashboard(t: TestApp): Promise<Page> {
+  const errors: unknown[] = [];
+  const virtualConsole = new VirtualConsole();
+  virtualConsole.on('jsdomError', (e) => errors.push(e));
+  virtualConsole.on('error', (...args) => errors.push(args));
+  const page = { requests: [], errors, confirmAnswer: true, confirmed: [] } as unknown as Page;
+  const dom = await JSDOM.fromURL(`${t.baseUrl}/dashboard`, {
+    runScripts: 'dangerously',
+    resources: 'usable',
+    pretendToBeVisual: true,
+    virtualConsole,
+    beforeParse(window) {
+      (window as unknown as { fetch: typeof fetch }).fetch = (input, init) => {
+        const url = new URL(String(input), window.location.href);
+        page.requests.push({ method: init?.method ?? 'GET', path: url.pathname, headers: { ...(init?.headers as Record<string, string>) } });
+        return fetch(url, init);
+      };
+      window.confirm = (text?: string) => {
+        page.confirmed.push(String(text));
+        return page.confirmAnswer;
+      };
+    },
+  });
+  page.window = dom.window;
+  page.document = dom.window.document;
+  page.$ = <E extends Element>(selector: string) => dom.window.document.querySelector<E>(selector);
+  page.message = () => {
+    const m = dom.window.document.getElementById('message')!;
+    return m.hidden ? '' : (m.textContent ?? '');
+  };
+  page.close = () => dom.window.close();
+  await until(() => !page.$('#sign-in-view')!.hidden || !page.$('#app-view')!.hidden, 'the script to run');
+  return page;
+}
+
+function setValue(el: HTMLInputElement | HTMLSelectElement | null, value: string) {
+  assert.ok(el, 'field exists');
+  el.value = value;
+  el.dispatchEvent(new el.ownerDocument.defaultView!.Event('change', { bubbles: true }));
+}
+
+function click(el: Element | null | undefined, what: string) {
+  assert.ok(el, `${what} exists`);
+  (el as HTMLElement).click();
+}
+
+async function signIn(page: Page, key: string) {
+  setValue(page.$<HTMLInputElement>('#api-key'), key);
+  click(page.$('#sign-in-form button[type=submit]'), 'sign-in button');
+}
+
+for (const dialect of DIALECTS) {
+  describe(`dashboard (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    let rx: TestServer;
+    let rxStatus = 200;
+    let rxBody = 'ok';
+    before(async () => {
+      t = await createTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '2s' } });
+      ({ key } = await t.account());
+      rx = await startServer((_req, res) => {
+        res.writeHead(rxStatus, { 'content-type': 'text/html' });
+        res.end(rxBody);
+      });
+    });
+    after(async () => {
+      await rx.close();
+      await t.close();
+    });
+
+    test('page, script and stylesheet are served without a key, as stored, with the security headers', async () => {
+      for (const [path, file, type] of ASSETS) {
+        const r = await t.request('GET', path);
+        assert.equal(r.status, 200, `${path}: ${r.text}`);
+        assert.equal(r.headers.get('content-type'), type, path);
+        assert.equal(r.text, readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8'), path);
+        const csp = cspDirectives(r.headers.get('content-security-policy'));
+        assert.equal(csp.get('default-src'), "'self'", path);
+        assert.equal(csp.get('script-src'), "'self'", path);
+        assert.equal(csp.get('style-src'), "'self'", path);
+        assert.equal(csp.get('connect-src'), "'self'", path);
+        assert.equal(csp.get('frame-ancestors'), "'none'", path);
+        assert.equal(csp.get('form-action'), "'none'", path);
+        assert.doesNotMatch(r.headers.get('content-security-policy')!, /unsafe-inline|unsafe-eval|\*|https?:/, path);
+        assert.equal(r.headers.get('x-content-type-options'), 'nosniff', path);
+        assert.equal(r.headers.get('referrer-policy'), 'no-referrer', path);
+        assert.equal(r.headers.get('cache-control'), 'no-cache', path);
+        assert.match(r.headers.get('x-request-id') ?? '', /^req_/, path);
+        assert.equal(r.headers.get('x-ratelimit-limit'), null, 'nothing is counted against an account');
+      }
+      const echoed = await t.request('GET', '/dashboard', { headers: { 'x-request-id': 'dash-123' } });
+      assert.equal(echoed.headers.get('x-request-id'), 'dash-123');
+    });
+
+    test('an unchanged asset is revalidated with its ETag (304, no body)', async () => {
+      const first = await t.request('GET', '/dashboard/app.js');
+      const etag = first.headers.get('etag');
+      assert.match(etag ?? '', /^"[\w-]+"$/);
+      const again = await t.request('GET', '/dashboard/app.js', { headers: { 'if-none-match': etag! } });
+      assert.equal(again.status, 304);
+      assert.equal(again.text, '');
+      const other = await t.request('GET', '/dashboard/app.js', { headers: { 'if-none-match': '"stale"' } });
+      assert.equal(other.status, 200);
+    });
+
+    test('the page references only its own assets and has no inline script, style or handler', async () => {
+      const html = (await t.request('GET', '/dashboard')).text;
+      const { document } = new JSDOM(html).window;
+      const refs = [...document.querySelectorAll('[src], [href]')]
+        .filter((el) => el.tagName !== 'A')
+        .map((el) => el.getAttribute('src') ?? el.getAttribute('href'));
+      assert.deepEqual(refs.sort(), ['/dashboard/app.css', '/dashboard/app.js']);
+      for (const s of document.querySelectorAll('script')) assert.ok(s.getAttribute('src'), 'no inline script');
+      assert.equal(document.querySelectorAll('style, [style]').length, 0, 'no inline style');
+      for (const el of document.querySelectorAll('*')) {
+        for (const a of el.getAttributeNames()) assert.ok(!a.startsWith('on'), `inline handler ${a} on ${el.tagName}`);
+      }
+      for (const a of document.querySelectorAll('a[href]')) assert.match(a.getAttribute('href')!, /^#\//, 'links stay in the page');
+    });
+
+    test('the dashboard is not part of the API: absent from OpenAPI, and other paths under it are 404s', async () => {
+      const doc = (await t.request('GET', '/v1/openapi.json')).body;
+      assert.ok(Object.keys(doc.paths).length > 10);
+      assert.ok(!Object.keys(doc.paths).some((p) => p.includes('dashboard')));
+      const missing = await t.request('GET', '/dashboard/other.js');
+      assert.equal(missing.status, 404);
+      assert.equal(missing.body.error.code, 'NOT_FOUND');
+    });
+
+    test('webhooks in the browser: sign in, register, list, toggle, test, history, detail, retry, delete, sign out', async () => {
+      const page = await openDashboard(t);
+      try {
+        assert.equal(page.$('#sign-in-view')!.hidden, false);
+        assert.equal(page.$('#nav')!.hidden, true);
+
+        // A wrong key: the API's own refusal is shown and nothing is kept.
+        await signIn(page, 'sk_not_a_key');
+        await until(() => page.message().includes('(UNAUTHORIZED)'), 'the 401 message');
+        assert.match(page.message(), /invalid or revoked API key/);
+        assert.equal(page.window.sessionStorage.length, 0);
+        assert.equal(page.$('#sign-in-view')!.hidden, false);
+
+        await signIn(page, key);
+        await until(() => page.$('#webhooks'), 'the webhooks screen');
+        assert.equal(page.window.sessionStorage.getItem('parley.dashboard.apiKey'), key);
+        assert.equal(page.$<HTMLInputElement>('#api-key')!.value, '', 'the key is not left in the field');
+        assert.equal(page.window.localStorage.length, 0, 'never in localStorage');
+        assert.equal(page.$('#sign-in-view')!.hidden, true);
+        assert.match(page.$('#webhooks')!.textContent!, /No webhooks yet/);
+
+        // The event checkboxes are exactly the kinds the API accepts.
+        const kinds = [...page.document.querySelectorAll<HTMLInputElement>('#webhook-create input[name=events]')].map((b) => b.value);
+        assert.deepEqual(kinds, [...SUBSCRIBABLE_EVENTS]);
+
+        // The API validates: no event ticked is refused with its message.
+        const url = `${rx.url}/hook?x=${XSS}`;
+        setValue(page.$<HTMLInputElement>('#webhook-url'), url);
+        setValue(page.$<HTMLInputElement>('#webhook-secret'), 'whsec_dashboard_1');
+        click(page.$('#webhook-create button[type=submit]'), 'register button');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the validation message');
+        assert.match(page.message(), /body\.events/);
+
+        for (const kind of ['conversation.started', 'escalation']) click(page.$(`#webhook-create input[value="${kind}"]`), kind);
+        click(page.$('#webhook-create button[type=submit]'), 'register button');
+        const row = await until(() => page.$('#webhooks tbody tr[data-id]'), 'the new webhook in the list');
+        const id = row.getAttribute('data-id')!;
+        assert.match(page.message(), /Webhook registered/);
+        const stored = await t.request('GET', `/v1/webhooks/${id}`, { key });
+        assert.equal(stored.status, 200);
+        assert.equal(stored.body.data.url, url);
+        assert.deepEqual(stored.body.data.events, ['conversation.started', 'escalation']);
+        // The URL with markup in it is shown as text.
+        assert.equal(row.querySelector('td.url')!.textContent, url);
+        assert.equal(row.querySelector('td')!.nextElementSibling!.textContent, 'conversation.started, escalation');
+        assert.equal(page.document.querySelectorAll('img').length, 0, 'no element made from the URL');
+        assert.match(row.querySelector('td.status')!.textContent!, /^enabled$/);
+
+        // Toggle off, then on again; the API agrees each time.
+        const rowOf = () => page.$(`#webhooks tr[data-id="${id}"]`);
+        click(rowOf()?.querySelector('[data-action=toggle]'), 'toggle');
+        await until(() => rowOf()?.querySelector('td.status .badge')?.textContent === 'disabled', 'the disabled status');
+        assert.match(rowOf()!.querySelector('td.status .reason')!.textContent!, /./, 'the reason is shown');
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, false);
+        assert.equal(rowOf()!.querySelector('[data-action=toggle]')!.textContent, 'Enable');
+        click(rowOf()?.querySelector('[data-action=toggle]'), 'toggle');
+        await until(() => rowOf()?.querySelector('td.status')?.textContent === 'enabled', 'the enabled status');
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, true);
+
+        // A test event reaches the receiver, and the outcome is shown.
+        click(rowOf()?.querySelector('[data-action=test]'), 'send test');
+        await until(() => page.message().startsWith('Test event sent'), 'the test outcome');
+        assert.match(page.message(), /succeeded \(HTTP 200, \d+ ms\)/);
+        assert.equal(rx.received.length, 1);
+        assert.equal(rx.received[0]!.headers['x-service-event'], 'test');
+        const firstDelivery = rx.received[0]!.headers['x-service-delivery-id'] as string;
+
+        // Its delivery history, by following the link.
+        click(rowOf()?.querySelector('[data-action=deliveries]'), 'deliveries link');
+        const delivered = await until(() => page.$(`#deliveries tr[data-id="${firstDelivery}"]`), 'the delivery in the history');
+        assert.equal(delivered.querySelector('td.status')!.textContent, 'succeeded');
+        assert.match(delivered.querySelector('.attempts')!.textContent!, /#1 test · HTTP 200/);
+        assert.equal(page.$('#webhook h2')!.textContent, url);
+
+        // A failing receiver whose answer is markup: the failure is shown, the answer only as text.
+        rxStatus = 500;
+        rxBody = `<p>broken</p>${XSS}<script>window.__xss=2</script>`;
+        click(page.$('#webhook [data-action=test]'), 'send test on the webhook screen');
+        await until(() => page.message().startsWith('Test event sent'), 'the failed test outcome');
+        assert.match(page.message(), /failed \(HTTP 500/);
+        const failed = await until(() => page.$('#deliveries tr[data-id]:not([data-id="' + firstDelivery + '"])'), 'the failed delivery');
+        const failedId = failed.getAttribute('data-id')!;
+        assert.equal(failed.querySelector('td.status')!.textContent, 'failed');
+        assert.equal(page.document.querySelectorAll('#deliveries tbody tr').length, 2);
+
+        // The status filter asks the API for failed deliveries only.
+        setValue(page.$<HTMLSelectElement>('#delivery-status'), 'failed');
+        await until(() => page.document.querySelectorAll('#deliveries tbody tr').length === 1, 'the filtered history');
+        assert.equal(page.$('#deliveries tbody tr')!.getAttribute('data-id'), failedId);
+        assert.ok(page.requests.some((r) => r.path === `/v1/webhooks/${id}/deliveries`));
+        assert.match(page.$('[data-pager=deliveries]')!.textContent!, /1–1 of 1/);
+
+        click(failed.isConnected ? failed.querySelector('[data-action=detail]') : page.$('#deliveries [data-action=detail]'), 'details link');
+        const detail = await until(() => page.$(`#delivery-detail[data-id="${failedId}"]`), 'the delivery detail');
+        assert.ok(detail.querySelector('pre.response')!.textContent!.includes(rxBody), 'the response body as text');
+        assert.match(detail.querySelector('pre.body')!.textContent!, /"event": "test"/);
+        assert.equal(page.document.querySelectorAll('img, #delivery-detail p, #delivery-detail script').length, 0, 'no element made from the answer');
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+
+        // Retry now, after the receiver is fixed.
+        rxStatus = 200;
+        rxBody = 'ok';
+        click(page.$('#delivery-detail [data-action=retry]'), 'retry');
+        await until(() => page.message().startsWith('Retried'), 'the retry outcome');
+        assert.match(page.message(), new RegExp(`delivery ${failedId} succeeded \\(HTTP 200`));
+        await until(() => page.$('#delivery-detail .badge')?.textContent === 'succeeded', 'the detail updated');
+        assert.match(page.$('#delivery-detail tbody')!.textContent!, /manual/);
+
+        // An error message that carries markup (an id typed into the URL) is shown as text.
+        page.window.location.hash = `#/webhooks/${XSS}`;
+        await until(() => page.message().includes('(NOT_FOUND)'), 'the 404 message');
+        assert.equal(page.message(), `webhook ${XSS} not found (NOT_FOUND)`);
+        assert.equal(page.document.querySelectorAll('img').length, 0);
+
+        // Delete asks first; declining keeps the webhook.
+        page.window.location.hash = '#/webhooks';
+        await until(() => rowOf(), 'the list again');
+        page.confirmAnswer = false;
+        click(rowOf()!.querySelector('[data-action=delete]'), 'delete');
+        assert.equal(page.confirmed.length, 1);
+        assert.ok(page.confirmed[0]!.includes(url));
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).status, 200);
+        page.confirmAnswer = true;
+        click(rowOf()!.querySelector('[data-action=delete]'), 'delete');
+        await until(() => page.message().startsWith('Webhook deleted'), 'the delete message');
+        await until(() => !rowOf(), 'the row gone');
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).status, 404);
+
+        // Every POST carried its own Idempotency-Key; every call carried the key.
+        const posts = page.requests.filter((r) => r.method === 'POST');
+        assert.ok(posts.length >= 4, `${posts.length} POSTs`);
+        const keys = posts.map((r) => r.headers['Idempotency-Key']);
+        for (const k of keys) assert.match(k ?? '', /^[0-9a-f-]{36}$/);
+        assert.equal(new Set(keys).size, keys.length);
+        assert.ok(page.requests.every((r) => r.path.startsWith('/v1/')));
+
+        click(page.$('#sign-out'), 'sign out');
+        await until(() => !page.$('#sign-in-view')!.hidden, 'the sign-in screen');
+        assert.equal(page.window.sessionStorage.length, 0);
+        assert.equal(page.$('#app-view')!.childElementCount, 0, 'nothing of the account left on the page');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
+    test('a key without the webhooks scope: signed in, and every refusal is shown with its message', async () => {
+      const { key: narrow } = await t.account({ scopes: ['conversations:read'] });
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, narrow);
+        await until(() => page.$('#load-failed'), 'the screen that could not load');
+        assert.equal(page.message(), 'this API key lacks the webhooks:read scope (FORBIDDEN)');
+        page.window.location.hash = '#/conversations';
+        await until(() => page.$('#conversations'), 'the conversations screen');
+        assert.equal(page.message(), '');
+        page.window.location.hash = '#/knowledge';
+        await until(() => page.message().includes('(FORBIDDEN)'), 'the 403 on knowledge');
+        assert.match(page.message(), /lacks the (documents|faqs):read scope/);
+        // A key revoked meanwhile: the next call's 401 signs out.
+        const keyId = (await t.ctx.services.accounts.listKeys((await t.ctx.services.accounts.authenticate(narrow))!.accountId))[0]!.id;
+        await t.ctx.services.accounts.revokeKey(keyId);
+        page.window.location.hash = '#/conversations';
+        await until(() => !page.$('#sign-in-view')!.hidden, 'the sign-in screen after a 401');
+        assert.match(page.message(), /\(UNAUTHORIZED\)/);
+        assert.equal(page.window.sessionStorage.length, 0);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
+    test('conversations and knowledge: list, transcript as text, approve a pending FAQ', async () => {
+      const { key: own } = await t.account();
+      const started = await t.request('POST', '/v1/chat/conversations', { key: own, body: { customerId: 'cus_dash' } });
+      assert.equal(started.status, 201, started.text);
+      const convId = started.body.data.conversation.id as string;
+      const typed = `hello ${XSS} <script>window.__xss=3</script>`;
+      const sent = await t.request('POST', `/v1/chat/conversations/${convId}/messages`, { key: own, body: { content: typed } });
+      assert.equal(sent.status, 200, sent.text);
+      const faq = await t.request('POST', '/v1/faqs', { key: own, body: { question: 'Do you ship abroad?', answer: 'Yes, to 30 countries.', category: 'suggested', status: 'pending' } });
+      assert.equal(faq.status, 201, faq.text);
+      const faqId = faq.body.data.id as string;
+      const doc = await t.request('POST', '/v1/documents', { key: own, body: { title: 'Returns policy', content: 'Thirty days.', status: 'draft' } });
+      assert.equal(doc.status, 201, doc.text);
+
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, own);
+        await until(() => page.$('#webhooks'), 'the webhooks screen');
+        click(page.$('[data-nav=conversations]'), 'conversations tab');
+        const row = await until(() => page.$(`#conversations tr[data-id="${convId}"]`), 'the conversation in the list');
+        assert.match(row.textContent!, /cus_dash/);
+        assert.equal(page.$('[data-nav=conversations]')!.classList.contains('active'), true);
+        setValue(page.$<HTMLSelectElement>('#conversation-status'), 'ended');
+        await until(() => page.$('#conversations .empty'), 'no ended conversation');
+        setValue(page.$<HTMLSelectElement>('#conversation-status'), 'active');
+        await until(() => page.$(`#conversations tr[data-id="${convId}"]`), 'the active conversation');
+
+        click(page.$(`#conversations tr[data-id="${convId}"] a`), 'transcript link');
+        const transcript = await until(() => page.$(`#transcript[data-id="${convId}"]`), 'the transcript');
+        const customer = [...transcript.querySelectorAll('.msg.role-customer .content')].map((p) => p.textContent);
+        assert.ok(customer.includes(typed), `customer message shown as typed: ${JSON.stringify(customer)}`);
+        assert.ok(transcript.querySelectorAll('.msg.role-assistant').length >= 1, 'the assistant answer too');
+        assert.equal(page.document.querySelectorAll('img, main script').length, 0);
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+
+        click(page.$('[data-nav=knowledge]'), 'knowledge tab');
+        await until(() => page.$(`#faqs tr[data-id="${faqId}"]`), 'the FAQ');
+        assert.ok(page.$(`#documents tr[data-id="${doc.body.data.id}"]`), 'the document');
+        setValue(page.$<HTMLSelectElement>('#faq-status'), 'pending');
+        const pending = await until(() => page.$(`#faqs tr[data-id="${faqId}"]`) && page.$<HTMLSelectElement>('#faq-status')!.value === 'pending' && page.$(`#faqs tr[data-id="${faqId}"]`), 'the pending list');
+        setValue(pending.querySelector<HTMLSelectElement>('[data-action=faq-status]'), 'approved');
+        await until(() => page.message().startsWith('FAQ'), 'the status change message');
+        assert.equal(page.message(), 'FAQ "Do you ship abroad?" is now approved.');
+        const after = await t.request('GET', `/v1/faqs/${faqId}`, { key: own });
+        assert.equal(after.body.data.status, 'approved');
+        await until(() => page.$('#faqs .empty'), 'the approved FAQ left the pending list');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+  });
+}
