@@ -224,6 +224,9 @@ for (const dialect of DIALECTS) {
               assert.ok(r.status < 500, `HEAD ${path} → ${r.status}`);
               return;
             }
+            // The one answer outside the envelope by design: the OpenAPI document itself (the generator finds
+            // GET /v1/openapi.json now and then).
+            if (method === 'GET' && r.status === 200 && /^application\/json/.test(String(r.headers['content-type'])) && JSON.parse(r.text).openapi === '3.1.0') return;
             assertEnvelope(r, `${method} ${path}`);
           },
         ),
