@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
 
 /**
  * The assets stay in src/ and are read from there by both the sources (tsx) and the build (dist/): this file sits at
@@ -34,8 +35,11 @@ interface Asset {
   etag: string;
 }
 
-function load(file: string, type: string): Asset {
-  const body = readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`);
+/** Where app.js takes the event kinds a webhook may subscribe to. */
+const EVENTS_PLACEHOLDER = '[/* SUBSCRIBABLE_EVENTS */]';
+
+function load(file: string, type: string, fill: (text: string) => string = (t) => t): Asset {
+  const body = Buffer.from(fill(readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8')));
   return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
 }
 
@@ -46,7 +50,10 @@ function load(file: string, type: string): Asset {
 export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
   // Read once: a request never touches the disk, and a missing asset stops the process at start, not at first use.
   const page = load('index.html', 'text/html; charset=utf-8');
-  const script = load('app.js', 'text/javascript; charset=utf-8');
+  const script = load('app.js', 'text/javascript; charset=utf-8', (text) => {
+    if (!text.includes(EVENTS_PLACEHOLDER)) throw new Error(`dashboard app.js lacks ${EVENTS_PLACEHOLDER}`);
+    return text.replace(EVENTS_PLACEHOLDER, JSON.stringify(SUBSCRIBABLE_EVENTS));
+  });
   const style = load('app.css', 'text/css; charset=utf-8');
 
   const serve = (asset: Asset) => ({

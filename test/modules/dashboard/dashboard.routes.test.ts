@@ -132,12 +132,15 @@ for (const dialect of DIALECTS) {
       await t.close();
     });
 
-    test('page, script and stylesheet are served without a key, as stored, with the security headers', async () => {
+    test('page, script and stylesheet are served without a key, as stored (the script with the event kinds filled in), with the security headers', async () => {
       for (const [path, file, type] of ASSETS) {
         const r = await t.request('GET', path);
         assert.equal(r.status, 200, `${path}: ${r.text}`);
         assert.equal(r.headers.get('content-type'), type, path);
-        assert.equal(r.text, readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8'), path);
+        const stored = readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8');
+        const placeholder = '[/* SUBSCRIBABLE_EVENTS */]';
+        if (file === 'app.js') assert.ok(stored.includes(placeholder), 'app.js takes the event kinds from the server');
+        assert.equal(r.text, stored.replace(placeholder, JSON.stringify(SUBSCRIBABLE_EVENTS)), path);
         const csp = cspDirectives(r.headers.get('content-security-policy'));
         assert.equal(csp.get('default-src'), "'self'", path);
         assert.equal(csp.get('script-src'), "'self'", path);

@@ -6,16 +6,8 @@
 
 (() => {
   const KEY_STORAGE = 'parley.dashboard.apiKey';
-  // Keep in step with SUBSCRIBABLE_EVENTS (src/modules/webhooks/events.ts); the dashboard test compares them.
-  const EVENT_KINDS = [
-    'conversation.started',
-    'conversation.ended',
-    'conversation.message',
-    'escalation',
-    'escalation.submitted',
-    'workflow.triggered',
-    'rundown.generated',
-  ];
+  // Filled in by dashboard.routes.ts from SUBSCRIBABLE_EVENTS when the file is loaded, so the list has one source.
+  const EVENT_KINDS = [/* SUBSCRIBABLE_EVENTS */];
   const DELIVERY_FILTERS = ['all', 'pending', 'succeeded', 'failed', 'cancelled'];
   const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
   const DOCUMENT_FILTERS = ['all', 'active', 'draft'];
