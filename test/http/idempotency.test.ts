@@ -1,30 +1,16 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { IDEMPOTENCY_TTL_MS, idempotencyLeaseMs, requestFingerprint } from '../../src/http/idempotency.js';
 import type { FakeClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
+import { startServer } from '../modules/webhooks/helpers.js';
 
 const IK = (key: string) => ({ 'idempotency-key': key });
 
-/** A webhook receiver that answers after `delayMs` and counts what it got. */
-async function slowReceiver(delayMs: number) {
-  let hits = 0;
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    hits++;
-    setTimeout(() => res.writeHead(200).end('ok'), delayMs);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    hits: () => hits,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
+/** A webhook receiver that answers after `delayMs`. */
+const slowReceiver = (delayMs: number) => startServer((_req, res) => setTimeout(() => res.writeHead(200).end('ok'), delayMs));
 
 for (const dialect of DIALECTS) {
   describe(`Idempotency-Key (${dialect})`, () => {
@@ -104,7 +90,7 @@ for (const dialect of DIALECTS) {
     test('concurrent requests with one key run once: the receiver of a test send gets one request', async () => {
       const rx = await slowReceiver(300);
       try {
-        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: rx.url, events: ['escalation'], secret: 'whsec_idem_test' } });
+        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
         assert.equal(hook.status, 201, hook.text);
         const id = hook.body.data.id;
         const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-concurrent') });
@@ -113,7 +99,7 @@ for (const dialect of DIALECTS) {
         assert.ok(a.status < 300, a.text);
         assert.equal(new Set([a.text, b.text, c.text]).size, 1, 'one answer for all three');
         assert.equal([a, b, c].filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 2);
-        assert.equal(rx.hits(), 1);
+        assert.equal(rx.received.length, 1);
       } finally {
         await rx.close();
       }
@@ -122,7 +108,7 @@ for (const dialect of DIALECTS) {
     test('a retry while the first request still runs past a second gets a 429 with Retry-After', async () => {
       const rx = await slowReceiver(1_800);
       try {
-        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: rx.url, events: ['escalation'], secret: 'whsec_idem_test' } });
+        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
         const id = hook.body.data.id;
         const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-slow') });
         const first = send();
@@ -135,7 +121,7 @@ for (const dialect of DIALECTS) {
         assert.ok((await first).status < 300);
         const third = await send();
         assert.equal(third.headers.get('idempotent-replayed'), 'true');
-        assert.equal(rx.hits(), 1);
+        assert.equal(rx.received.length, 1);
       } finally {
         await rx.close();
       }
