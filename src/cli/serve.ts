@@ -64,19 +64,23 @@ function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
   process.on('SIGINT', () => handler('SIGINT'));
 }
 
-/** The database as a long-running process opens it: lost connections are logged, not fatal. */
-function openFor(config: Config, log: Logger) {
-  return openDatabase(config.databaseUrl, {
+/**
+ * The database as a long-running process opens it: migrated, lost connections logged rather than fatal, and
+ * queries bounded by DATABASE_QUERY_TIMEOUT once the migrations (which may take longer) are done.
+ */
+async function openFor(config: Config, log: Logger) {
+  const database = openDatabase(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     onConnectionError: (err) => log.warn({ err: err.message }, 'PostgreSQL connection lost; the pool opens a new one on next use'),
   });
+  await migrateToLatest(database.db, database.schema);
+  database.setQueryTimeout(config.databaseQueryTimeoutMs);
+  return database;
 }
 
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
   const log = createLogger(config.logLevel);
-  const database = openFor(config, log);
-  await migrateToLatest(database.db, database.schema);
-  database.setQueryTimeout(config.databaseQueryTimeoutMs);
+  const database = await openFor(config, log);
   const ctx = createContext(config, database, systemClock, log);
   // On PostgreSQL the deployment may have several API nodes: without Redis each keeps its own rate-limit
   // counters, so N nodes let an account make N times its plan's requests. Said once, at start.
@@ -118,9 +122,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
   const log = createLogger(config.logLevel);
-  const database = openFor(config, log);
-  await migrateToLatest(database.db, database.schema);
-  database.setQueryTimeout(config.databaseQueryTimeoutMs);
+  const database = await openFor(config, log);
   const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
   worker.start();
