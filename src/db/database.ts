@@ -96,8 +96,6 @@ export interface DatabaseOptions {
   sqliteSynchronous?: 'full' | 'normal';
   /** PostgreSQL only: a connection was closed by the server or the network, idle or in use (default: a line on stderr). */
   onConnectionError?: (err: Error) => void;
-  /** PostgreSQL only: see Database.setQueryTimeout (default 0, no limit). */
-  queryTimeoutMs?: number;
 }
 
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
@@ -148,7 +146,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   // The pool listens only while a client is idle in it, so every client gets its own listener for when it is
   // checked out: the query running on it fails by itself (answered as a 500) and the pool drops the client.
   const lost = opts.onConnectionError ?? ((err: Error) => process.stderr.write(`parley: a PostgreSQL connection was lost (${err.message}); it will be reopened\n`));
-  let queryTimeoutMs = opts.queryTimeoutMs ?? 0;
+  let queryTimeoutMs = 0; // until setQueryTimeout: migrations run unbounded
   pool.on('connect', (client) => {
     client.on('error', lost);
     armQueryDeadline(client, () => queryTimeoutMs);

@@ -126,7 +126,8 @@ test('a PostgreSQL that stops answering without closing the connection: queries 
   const url = new URL(PG_URL);
   url.port = String(relay.port);
   const lost: string[] = [];
-  const database = openDatabase(url.toString(), { poolSize: 1, queryTimeoutMs: 300, onConnectionError: (e) => lost.push(e.message) });
+  const database = openDatabase(url.toString(), { poolSize: 1, onConnectionError: (e) => lost.push(e.message) });
+  database.setQueryTimeout(300);
   try {
     await sql`select 1`.execute(database.db);
     relay.freeze(true);
