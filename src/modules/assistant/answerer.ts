@@ -17,7 +17,9 @@
  * - unpublishedLead: 1 when an unpublished entry (draft document, pending FAQ)
  *   outranks every published one on a term the best published source lacks —
  *   the customer asks about something the account has written but not
- *   published, so the best published article is likely beside the point.
+ *   published, so the best published article is likely beside the point;
+ * - semantic: word-vector cosine of the question and the best source (vectors.ts), the meaning that shared
+ *   words miss.
  * The weights were fitted on the eight held-out sets in bench/eval/heldout (never on
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
@@ -68,29 +70,31 @@ export interface DecisionFeatures {
   unknownShare: number;
   runnerUpRatio: number;
   unpublishedLead: number;
+  semantic: number;
 }
 
 /** Logistic model weights (fitted by bench/eval/calibrate.ts on the held-out sets only). */
 export const CONFIDENCE_MODEL: { bias: number; weights: DecisionFeatures } = {
-  bias: 0.183,
-  weights: { coverage: 1.334, passageCoverage: 1.146, unknownShare: -1.423, runnerUpRatio: -0.776, unpublishedLead: -1.787 },
+  bias: -0.488,
+  weights: { coverage: 1.048, passageCoverage: 1.119, unknownShare: -1.392, runnerUpRatio: -0.435, unpublishedLead: -1.789, semantic: 1.104 },
 };
 
 /** The model's inputs, in a fixed order (bench/eval/calibrate.ts fits one weight per entry). */
-export const DECISION_FEATURES: readonly (keyof DecisionFeatures)[] = ['coverage', 'passageCoverage', 'unknownShare', 'runnerUpRatio', 'unpublishedLead'];
+export const DECISION_FEATURES: readonly (keyof DecisionFeatures)[] = ['coverage', 'passageCoverage', 'unknownShare', 'runnerUpRatio', 'unpublishedLead', 'semantic'];
 
 /** Features of the abstention decision for a ranked hit list and the analysed query. */
 export function decisionFeatures(hits: readonly Hit[], terms: readonly QueryTerm[], unpublishedLead = false): DecisionFeatures {
   const best = hits[0];
-  if (!best) return { coverage: 0, passageCoverage: 0, unknownShare: 1, runnerUpRatio: 0, unpublishedLead: unpublishedLead ? 1 : 0 };
+  if (!best) return { coverage: 0, passageCoverage: 0, unknownShare: 1, runnerUpRatio: 0, unpublishedLead: unpublishedLead ? 1 : 0, semantic: 0 };
   const total = terms.reduce((s, t) => s + t.idf, 0);
   const unknown = terms.reduce((s, t) => s + (t.known ? 0 : t.idf), 0);
   return {
     coverage: best.coverage,
     passageCoverage: best.passageCoverage ?? best.coverage,
     unknownShare: total > 0 ? unknown / total : 0,
-    runnerUpRatio: hits[1] && best.score > 0 ? hits[1].score / best.score : 0,
+    runnerUpRatio: hits[1] && best.relevance > 0 ? Math.max(0, hits[1].relevance / best.relevance) : 0,
     unpublishedLead: unpublishedLead ? 1 : 0,
+    semantic: best.semantic ?? 0,
   };
 }
 
@@ -159,7 +163,9 @@ export function decide(index: KnowledgeIndex, question: string, opts: AnswerOpti
   if (!best) return undefined;
   const features = decisionFeatures(hits, result.terms, result.unpublishedLead !== undefined);
   const ratio = opts.relatedScoreRatio ?? 0.35;
-  const cited = hits.filter((h, i) => i === 0 || h.score >= best.score * ratio).slice(0, MAX_SOURCES);
+  // "Related enough to cite" stays lexical: a share of the best BM25 score among the hits.
+  const topScore = Math.max(...hits.map((h) => h.score));
+  const cited = hits.filter((h, i) => i === 0 || h.score >= topScore * ratio).slice(0, MAX_SOURCES);
   return { confidence: confidenceOf(features), features, cited, hits };
 }
 

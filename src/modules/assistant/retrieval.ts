@@ -20,6 +20,7 @@
 import MiniSearch from 'minisearch';
 import { isCountryStem, isPlaceStem } from './places.js';
 import { analyze, analyzeCached, isEverydayStem, SpellCorrector } from './text.js';
+import { cosine, wordVectors } from './vectors.js';
 
 /** The knowledge base's word for "abroad", as analysed ("international", "overseas" … share one term). */
 const ABROAD = analyze('international')[0]!;
@@ -58,6 +59,10 @@ export interface Hit {
   passageCoverage?: number;
   /** Analysed query terms this source contains (exact matches only). */
   matched?: string[];
+  /** Cosine (word vectors, -1..1) of the question and this source's closest passage; set for the re-ranked top. */
+  semantic?: number;
+  /** Ranking score: BM25 relative to the best source's, plus {@link SEMANTIC_WEIGHT} × `semantic`. Hits are in this order. */
+  relevance: number;
 }
 
 export interface QueryTerm {
@@ -88,6 +93,8 @@ interface Entry {
   passage: string;
   category?: string;
   citable: boolean;
+  /** Word-vector embeddings of the entry (title + passage; an FAQ's question alone and with its answer). */
+  vectors: Float32Array[];
 }
 
 interface IndexedFields {
@@ -102,6 +109,12 @@ const MAX_PASSAGE_CHARS = 1200;
 const MIN_PASSAGE_CHARS = 160;
 const PRUNE_MIN_DF = 500;
 const PRUNE_SHARE = 0.05;
+/**
+ * The lexical top sources are re-ranked by meaning: BM25 / best BM25 + SEMANTIC_WEIGHT × cosine. Both chosen on the
+ * held-out sets (docs/assistant.md, "Static word vectors"); the figures were flat from 3 to 5 and from 6 to 10.
+ */
+export const RERANK_DEPTH = 6;
+export const SEMANTIC_WEIGHT = 4;
 
 /** Split a document body into passages: paragraphs, short ones merged forward, long ones cut at sentences. */
 export function splitPassages(content: string): string[] {
@@ -229,7 +242,8 @@ export class KnowledgeIndex {
     const citable = d.citable ?? true;
     for (const passage of splitPassages(d.content)) {
       const textTerms = analyze(passage);
-      const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage, citable }, [...titleTerms, ...textTerms]);
+      const vectors = citable ? embedAll([`${d.title}\n${passage}`]) : [];
+      const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage, citable, vectors }, [...titleTerms, ...textTerms]);
       batch.push({ id, question: '', title: titleTerms.join(' '), text: textTerms.join(' ') });
     }
   }
@@ -237,8 +251,10 @@ export class KnowledgeIndex {
   private collectFaq(f: KnowledgeFaq, batch: IndexedFields[]): void {
     const qTerms = analyze(f.question);
     const aTerms = analyze(f.answer);
+    const citable = f.citable ?? true;
+    const vectors = citable ? embedAll([f.question, `${f.question}\n${f.answer}`]) : [];
     const id = this.addEntry(
-      { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category, citable: f.citable ?? true },
+      { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category, citable, vectors },
       [...qTerms, ...aTerms],
     );
     batch.push({ id, question: qTerms.join(' '), title: '', text: aTerms.join(' ') });
@@ -348,6 +364,7 @@ export class KnowledgeIndex {
             passage: e.passage,
             title: e.title,
             coverage: 0,
+            relevance: 0,
             ...(e.category !== undefined ? { category: e.category } : {}),
           },
           matched: new Set(),
@@ -374,8 +391,40 @@ export class KnowledgeIndex {
       hits.push(hit);
     }
     hits.sort((a, b) => b.score - a.score);
+    this.rerank(query, hits);
     const top = hits[0];
     const unpublishedLead = leading && (!top || leading.matched.some((t) => !top.matched!.includes(t))) ? leading : undefined;
     return { hits: hits.slice(0, limit), terms, ...(unpublishedLead ? { unpublishedLead } : {}) };
   }
+
+  /** Re-rank the lexical top by meaning (in place): see {@link SEMANTIC_WEIGHT}. */
+  private rerank(query: string, hits: Hit[]): void {
+    const best = hits[0]?.score ?? 0;
+    for (const h of hits) h.relevance = best > 0 ? h.score / best : 0;
+    const qv = wordVectors().embed(query);
+    if (!qv || hits.length === 0) return;
+    const depth = Math.min(RERANK_DEPTH, hits.length);
+    for (let i = 0; i < depth; i++) {
+      const h = hits[i]!;
+      let sem = -1;
+      for (const id of this.sources.get(h.sourceId) ?? []) {
+        for (const v of this.entries[id]!.vectors) sem = Math.max(sem, cosine(qv, v));
+      }
+      if (sem === -1) continue;
+      h.semantic = sem;
+      h.relevance += SEMANTIC_WEIGHT * sem;
+    }
+    const top = hits.slice(0, depth).sort((a, b) => b.relevance - a.relevance);
+    hits.splice(0, depth, ...top);
+  }
+}
+
+/** Embeddings of the texts the word-vector table knows a word of (unpublished entries are never re-ranked). */
+function embedAll(texts: string[]): Float32Array[] {
+  const out: Float32Array[] = [];
+  for (const t of texts) {
+    const v = wordVectors().embed(t);
+    if (v) out.push(v);
+  }
+  return out;
 }
