@@ -16,7 +16,7 @@ export const Field = Type.Object(
   {
     key: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z][A-Za-z0-9_]*$', description: 'name in `extracted`; its words ("orderNumber" → "order number") label a value in the conversation' }),
     type: StringEnum(FIELD_TYPES),
-    pattern: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'JavaScript regular expression, required for type pattern (first capture group, else the whole match)' })),
+    pattern: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'RE2 regular expression (linear time: no back-references or look-arounds), case-insensitive, required for type pattern (first capture group, else the whole match)' })),
   },
   { additionalProperties: false },
 );

@@ -75,7 +75,7 @@ for (const dialect of DIALECTS) {
         [{ ...DEMO, fields: [{ key: 'email', type: 'email' }, { key: 'email', type: 'text' }] }, /fields\/1\/key "email" is used twice/],
         [{ ...DEMO, fields: [{ key: 'ref', type: 'pattern' }] }, /fields\/0\/pattern is required/],
         [{ ...DEMO, fields: [{ key: 'ref', type: 'pattern', pattern: '(' }] }, /fields\/0\/pattern is not a valid regular expression/],
-        [{ ...DEMO, fields: [{ key: 'ref', type: 'pattern', pattern: '(a+)+' }] }, /fields\/0\/pattern must not nest quantifiers/],
+        [{ ...DEMO, fields: [{ key: 'ref', type: 'pattern', pattern: '(a)\\1' }] }, /fields\/0\/pattern must not use back-references or look-arounds/],
         [{ ...DEMO, fields: [{ key: 'ref', type: 'text', pattern: 'x' }] }, /fields\/0\/pattern is only allowed/],
         [{ ...DEMO, fields: [{ key: '1st', type: 'text' }] }, /key/],
         [{ ...DEMO, fields: [{ key: 'x', type: 'date' }] }, /type/],
