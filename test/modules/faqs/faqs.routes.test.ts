@@ -120,7 +120,7 @@ for (const dialect of DIALECTS) {
         [{}, /body must contain at least one field/],
         [{ nope: 1 }, /body\.nope is not a known field/],
         [{ status: 'live' }, /body\.status/],
-        [{ category: 'Not A Slug' }, /body\.category has an invalid format/],
+        [{ category: 'Not A Slug' }, /body\.category must be a slug: lowercase letters and digits in groups joined by single hyphens/],
         [{ question: '' }, /body\.question must not be empty/],
         [{ answer: 'x'.repeat(20_001) }, /body\.answer must be at most 20000/],
         [{ answer: ' ' }, /body\.answer must not be blank/],
@@ -208,7 +208,7 @@ for (const dialect of DIALECTS) {
         ['limit=ten', /query\.limit must be an integer/],
         ['offset=-3', /query\.offset must be at least 0/],
         ['status=published', /query\.status must be one of approved, pending, draft, all/],
-        ['category=Bad%20Cat', /query\.category has an invalid format/],
+        ['category=Bad%20Cat', /query\.category must be a slug/],
         ['category=' + 'c'.repeat(101), /query\.category must be at most 100 characters/],
         ['q=shipping', /query\.q is not a known field/],
       ] as const) {

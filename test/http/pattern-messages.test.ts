@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
+
+// A value that fails a schema pattern is refused with the rule in words, not "has an invalid format".
+for (const dialect of DIALECTS) {
+  describe(`pattern refusals name the rule (${dialect})`, () => {
+    let t: TestApp;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect);
+      ({ key } = await t.account());
+    });
+    after(() => t.close());
+
+    const refused = async (method: 'POST', path: string, body: unknown, message: RegExp) => {
+      const r = await t.request(method, path, { key, body });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'INVALID_REQUEST');
+      assert.match(r.body.error.message, message);
+      assert.doesNotMatch(r.body.error.message, /invalid format/);
+    };
+
+    test('slug, field key and escalation reason', async () => {
+      await refused('POST', '/v1/faqs', { question: 'q?', answer: 'a', category: 'Bad Cat' }, /^body\.category must be a slug: lowercase letters and digits in groups joined by single hyphens/);
+      await refused(
+        'POST',
+        '/v1/workflows',
+        { slug: 'demo', name: 'Demo', triggers: ['book a demo'], fields: [{ key: '1st', type: 'text' }] },
+        /key must start with a letter and contain only letters, digits and underscores/,
+      );
+      const start = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+      assert.equal(start.status, 201, start.text);
+      await refused('POST', `/v1/chat/conversations/${start.body.data.conversation.id}/escalate`, { reason: 'Too Slow!' }, /^body\.reason must contain only lowercase letters, digits, "_", "\." and "-"/);
+    });
+  });
+}
