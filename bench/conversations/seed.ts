@@ -127,6 +127,7 @@ async function main() {
           content: role === 'assistant' ? 'Thanks for asking. Our standard delivery takes three to five working days within the EU.' : 'How long does delivery take to Germany?',
           sources: role === 'assistant' && m > 0 ? '["doc_bench1","faq_bench2"]' : null,
           created_at: created + m * 20_000,
+          seq: m + 1,
         });
       }
       if (convs.length >= CONV_BATCH) {

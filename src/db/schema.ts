@@ -98,6 +98,8 @@ export interface MessagesTable {
   /** The workflow whose reply this assistant message is (it cites nothing, yet answered). */
   workflow_id?: string | null;
   created_at: number;
+  /** Position in the conversation (1 = the greeting): orders messages written in the same millisecond. */
+  seq: number;
 }
 
 /** The transactional outbox: one row per emitted event, body bytes frozen at emit time. */

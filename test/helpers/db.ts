@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.js';
 
@@ -44,3 +45,10 @@ export async function createTestDatabase(dialect: DialectName, opts: { file?: st
     },
   };
 }
+
+/**
+ * Orders rows of an insert-only table (events) as they were written: ids order only by millisecond (their
+ * random part is fresh for each id), and tests with a fake clock write many rows in one millisecond.
+ * SQLite's rowid grows with each insert; PostgreSQL's ctid does for a small table that is never updated.
+ */
+export const insertionOrder = (dialect: DialectName) => (dialect === 'sqlite' ? sql`rowid` : sql`ctid`);

@@ -6,6 +6,7 @@ import * as m0004 from './0004_workflows.js';
 import * as m0005 from './0005_rundowns.js';
 import * as m0006 from './0006_knowledge_versions.js';
 import * as m0007 from './0007_idempotency_keys.js';
+import * as m0008 from './0008_message_seq.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ export const migrations: Record<string, Migration> = {
   '0005_rundowns': m0005,
   '0006_knowledge_versions': m0006,
   '0007_idempotency_keys': m0007,
+  '0008_message_seq': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,5 @@
 import type { ExpressionBuilder, Kysely, Selectable, Transaction, Updateable, UpdateObject } from 'kysely';
+import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -22,8 +23,18 @@ export const chatRepository = {
       .where('account_id', '=', accountId)
       .where('conversation_id', '=', conversationId)
       .orderBy('created_at')
+      .orderBy('seq')
       .orderBy('id')
       .execute();
+  },
+  /**
+   * The conversation, read inside the caller's transaction and locked until it ends (FOR UPDATE on PostgreSQL;
+   * SQLite runs one write transaction at a time), so decisions made from it (escalating, asking for an email)
+   * cannot race another request's. Undefined when it does not exist.
+   */
+  findLocked(db: Conn, dialect: DialectName, accountId: string, id: string) {
+    const q = db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
   },
   /**
    * Updates a conversation that is still open — and, with `idleBefore`, still idle: the condition is part of the
@@ -34,6 +45,22 @@ export const chatRepository = {
     let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);
     if (idleBefore !== undefined) q = q.where('last_message_at', '<', idleBefore);
     return q.returningAll().executeTakeFirst();
+  },
+  /**
+   * Escalates a conversation that is open and not escalated yet. Both conditions are in the UPDATE, so of
+   * concurrent escalations exactly one changes the row (PostgreSQL re-checks the row it waited for): the updated
+   * row for that one, undefined for the others.
+   */
+  markEscalated(db: Conn, accountId: string, id: string, reason: string, at: number) {
+    return db
+      .updateTable('conversations')
+      .set({ status: 'escalated', escalation_reason: reason, escalated_at: at })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('ended_at', 'is', null)
+      .where('escalated_at', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
   },
   /**
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
@@ -38,8 +39,8 @@ function countOf(items: string[]) {
 /** The most frequent key, ties broken alphabetically so the choice is stable; null when empty. */
 const mostFrequent = (counts: Map<string, number>) => [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
 
-export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
-  const { db, clock, events, assistant, workflows } = deps;
+export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
+  const { db, dialect, clock, events, assistant, workflows } = deps;
 
   async function load(conn: Conn, accountId: string, id: string) {
     const c = await repo.find(conn, accountId, id);
@@ -52,8 +53,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     return toConversation(c, messages);
   }
 
-  function assistantMessage(accountId: string, conversationId: string, content: string, sources: string[], at: number, workflowId: string | null = null): MessagesTable {
-    return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), workflow_id: workflowId, created_at: at };
+  function assistantMessage(accountId: string, conversationId: string, content: string, sources: string[], at: number, seq: number, workflowId: string | null = null): MessagesTable {
+    return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), workflow_id: workflowId, created_at: at, seq };
   }
 
   async function emitMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
@@ -75,10 +76,19 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     );
   }
 
-  /** Writes the escalation and its event; the caller holds the transaction. */
-  async function escalateIn(trx: Conn, c: ConversationRow, reason: string, at: number) {
-    const ok = await repo.updateOpen(trx, c.account_id, c.id, { status: 'escalated', escalation_reason: reason, escalated_at: at });
-    if (!ok) throw invalidRequest(`conversation ${c.id} has ended`);
+  /**
+   * Writes the escalation and its event; the caller holds the transaction. One escalation per conversation: the
+   * UPDATE requires it not escalated yet, so of concurrent escalations only the one that changed the row emits.
+   * Answers whether this call escalated it.
+   */
+  async function escalateIn(trx: Conn, c: ConversationRow, reason: string, at: number): Promise<boolean> {
+    const ok = await repo.markEscalated(trx, c.account_id, c.id, reason, at);
+    if (!ok) {
+      // Read after the UPDATE: on PostgreSQL this sees the transaction that got there first.
+      const now = await repo.find(trx, c.account_id, c.id);
+      if (!now || now.ended_at !== null) throw invalidRequest(`conversation ${c.id} has ended`);
+      return false;
+    }
     const transcript = await repo.messages(trx, c.account_id, c.id);
     const lastCustomer = [...transcript].reverse().find((m) => m.role === 'customer');
     await events.emit(trx, c.account_id, 'escalation', {
@@ -90,6 +100,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       lastMessage: lastCustomer?.content ?? '',
       transcript: transcript.map((m) => ({ role: m.role, content: m.content, timestamp: toIso(m.created_at) })),
     });
+    return true;
   }
 
   async function submitContact(trx: Conn, c: ConversationRow, contact: ContactBody) {
@@ -182,7 +193,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         escalated_at: null,
         ended_at: null,
       };
-      const greeting = assistantMessage(accountId, id, assistant.greetingText(settings), [], at);
+      const greeting = assistantMessage(accountId, id, assistant.greetingText(settings), [], at, 1);
       return db.transaction().execute(async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
@@ -212,51 +223,36 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
       const history = transcript.slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
 
+      // The reply does not depend on the conversation's state; what does (escalating, asking for an email) is
+      // decided inside the transaction, from the conversation row locked there, so concurrent messages cannot
+      // each escalate, or each miss the second unanswered question.
       let reply: AssistantAnswer;
-      let escalateWith: string | null = null;
-      let contactEmail: string | null = null;
-      const alreadyEscalated = c.escalated_at !== null;
       const handoff = detectHandoff(content);
       // A workflow that has its own reply answers the message in place of the knowledge base; a request for a
       // person comes first.
       const replying = handoff ? undefined : triggered.find((w) => w.reply !== null);
       if (handoff) {
         reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
-        if (!alreadyEscalated) escalateWith = 'customer_request';
       } else if (replying) {
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
         reply = await assistant.reply(accountId, content, history, settings);
-        if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
-        if (reply.kind === 'no_answer' && !alreadyEscalated && c.unanswered_streak + 1 >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
-      if (alreadyEscalated && !c.customer_email && email) contactEmail = email;
-
-      const escalating = escalateWith !== null;
-      let text = reply.content;
-      if (contactEmail) {
-        text = `Thank you — a person from our team will reach you at ${contactEmail}.${reply.kind === 'answer' ? `\n\n${reply.content}` : ''}`;
-      } else if (escalating || reply.kind === 'handoff') {
-        const lead =
-          escalateWith === 'no_answer'
-            ? "I'm sorry I couldn't answer your questions. I'm passing this conversation to a person from our team."
-            : alreadyEscalated
-              ? 'A person from our team has already been asked to take over this conversation.'
-              : "Of course. I'm passing this conversation to a person from our team.";
-        const ask = c.customer_email ? ` They will reply to ${c.customer_email}.` : " What's the best email address to reach you?";
-        text = lead + ask;
-      }
-      const sources = reply.kind === 'answer' && !escalating ? reply.sources : [];
+      const sources = reply.kind === 'answer' ? reply.sources : [];
 
       return db.transaction().execute(async (trx) => {
-        const at = Math.max(clock.now(), c.last_message_at);
-        const customerMsg: MessagesTable = { id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at };
+        const cur = await repo.findLocked(trx, dialect, accountId, id);
+        if (!cur) throw notFound('conversation', id);
+        if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+        const alreadyEscalated = cur.escalated_at !== null;
+        const contactEmail = alreadyEscalated && !cur.customer_email && email ? email : null;
         // The workflow's reply went out as is (not folded into the thank-you for contact details).
         const byWorkflow = replying && !contactEmail ? replying.id : null;
-        const assistantMsg = assistantMessage(accountId, id, text, sources, at, byWorkflow);
         // A workflow's reply handles the message as an answer from the knowledge base does.
         const answered = sources.length > 0 || byWorkflow !== null;
+        // Under the lock, so the conversation's messages never go back in time.
+        const at = Math.max(clock.now(), cur.last_message_at);
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,
@@ -264,6 +260,31 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
           at,
         });
         if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+
+        let escalateWith: string | null = null;
+        if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
+        // The streak as this exchange left it (every message of the conversation counted).
+        if (reply.kind === 'no_answer' && !alreadyEscalated && fresh.unanswered_streak >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
+        const escalating = escalateWith !== null;
+        let text = reply.content;
+        if (contactEmail) {
+          text = `Thank you — a person from our team will reach you at ${contactEmail}.${reply.kind === 'answer' ? `\n\n${reply.content}` : ''}`;
+        } else if (escalating || reply.kind === 'handoff') {
+          const lead =
+            escalateWith === 'no_answer'
+              ? "I'm sorry I couldn't answer your questions. I'm passing this conversation to a person from our team."
+              : alreadyEscalated
+                ? 'A person from our team has already been asked to take over this conversation.'
+                : "Of course. I'm passing this conversation to a person from our team.";
+          const ask = cur.customer_email ? ` They will reply to ${cur.customer_email}.` : " What's the best email address to reach you?";
+          text = lead + ask;
+        }
+
+        // Positions in the conversation: message_count counted both, under the row's lock.
+        const customerMsg: MessagesTable = {
+          id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at, seq: fresh.message_count - 1,
+        };
+        const assistantMsg = assistantMessage(accountId, id, text, sources, at, fresh.message_count, byWorkflow);
         await repo.insertMessages(trx, [customerMsg, assistantMsg]);
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
         const customerTexts = [...transcript.filter((m) => m.role === 'customer').map((m) => m.content), content];
@@ -286,7 +307,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       return db.transaction().execute(async (trx) => {
         const c = await load(trx, accountId, id);
         if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended`);
-        // Escalating twice is a no-op: one escalation event per conversation.
+        // Escalating twice is a no-op: one escalation event per conversation (escalateIn re-checks in its UPDATE).
         if (c.escalated_at === null) await escalateIn(trx, c, body.reason ?? 'customer_request', Math.max(clock.now(), c.last_message_at));
         return { conversation: await snapshot(trx, accountId, id) };
       });

@@ -44,7 +44,7 @@ export const conversationsRepository = {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   },
 
-  /** In order of occurrence; id breaks ties within a millisecond (ids are monotonic). */
+  /** In order of occurrence: seq (the position in the conversation) orders messages of the same millisecond. */
   messages(db: Conn, accountId: string, conversationId: string) {
     return db
       .selectFrom('messages')
@@ -52,6 +52,7 @@ export const conversationsRepository = {
       .where('conversation_id', '=', conversationId)
       .where('account_id', '=', accountId)
       .orderBy('created_at', 'asc')
+      .orderBy('seq', 'asc')
       .orderBy('id', 'asc')
       .execute();
   },

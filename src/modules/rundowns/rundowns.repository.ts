@@ -45,9 +45,9 @@ export const rundownsRepository = {
         'role',
         'content',
         'created_at',
-        sql<string | null>`lead(role) over (partition by conversation_id order by created_at, id)`.as('next_role'),
-        sql<string | null>`lead(sources) over (partition by conversation_id order by created_at, id)`.as('next_sources'),
-        sql<string | null>`lead(workflow_id) over (partition by conversation_id order by created_at, id)`.as('next_workflow'),
+        sql<string | null>`lead(role) over (partition by conversation_id order by created_at, seq, id)`.as('next_role'),
+        sql<string | null>`lead(sources) over (partition by conversation_id order by created_at, seq, id)`.as('next_sources'),
+        sql<string | null>`lead(workflow_id) over (partition by conversation_id order by created_at, seq, id)`.as('next_workflow'),
       ])
       .where('account_id', '=', accountId)
       .where('created_at', '>=', p.from)

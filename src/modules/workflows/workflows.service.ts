@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { DB, WorkflowsTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
+import { refuseUniqueViolation } from '../../db/unique.js';
 import { newId } from '../../lib/ids.js';
 import type { EventBus } from '../webhooks/events.js';
 import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem, type CompiledTrigger } from './matching.js';
@@ -9,6 +10,9 @@ import { workflowsRepository as repo } from './workflows.repository.js';
 import type { CreateWorkflowBody, Field, ListWorkflowsQuery, UpdateWorkflowBody } from './workflows.schemas.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
+
+/** migrations/0004_workflows.ts */
+const SLUG_INDEX = { name: 'workflows_account_slug', table: 'workflows', columns: ['account_id', 'slug'] } as const;
 
 export const toWorkflowRecord = (r: WorkflowsTable) => ({
   id: r.id,
@@ -72,6 +76,19 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     if (other && other.id !== self) throw invalidRequest(`body.slug "${slug}" is already used by workflow ${other.id}`);
   }
 
+  /**
+   * The write, with the unique index answering as slugFree does: a concurrent request can take the slug between
+   * the check and the write (PostgreSQL). The refusal names the workflow that holds it, read after the failed
+   * transaction, so it is the same 400 the check gives.
+   */
+  function withSlug<T>(accountId: string, slug: string | undefined, work: () => Promise<T>): Promise<T> {
+    if (slug === undefined) return work();
+    return refuseUniqueViolation(SLUG_INDEX, work, async () => {
+      const other = await repo.findBySlug(db, accountId, slug);
+      return invalidRequest(`body.slug "${slug}" is already used by workflow ${other?.id ?? 'another workflow'}`);
+    });
+  }
+
   return {
     async list(accountId: string, q: ListWorkflowsQuery) {
       const { rows, total } = await repo.list(db, accountId, { enabled: q.enabled, limit: q.limit, offset: q.offset });
@@ -99,17 +116,19 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
         created_at: now,
         updated_at: now,
       };
-      await db.transaction().execute(async (trx) => {
-        // The unique index would refuse it too; checking first gives the client a message naming the field.
-        await slugFree(trx, accountId, body.slug);
-        await repo.insert(trx, row);
-      });
+      await withSlug(accountId, body.slug, () =>
+        db.transaction().execute(async (trx) => {
+          // The unique index refuses it too (withSlug); checking first saves a failed write in the common case.
+          await slugFree(trx, accountId, body.slug);
+          await repo.insert(trx, row);
+        }),
+      );
       return toWorkflowRecord(row);
     },
 
     async update(accountId: string, id: string, body: UpdateWorkflowBody) {
       check(body);
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await withSlug(accountId, body.slug, () => db.transaction().execute(async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('workflow', id);
         if (body.slug !== undefined) await slugFree(trx, accountId, body.slug, id);
@@ -124,7 +143,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
         };
         await repo.update(trx, accountId, id, patch);
         return { ...current, ...patch };
-      });
+      }));
       return toWorkflowRecord(row);
     },
 

@@ -5,10 +5,10 @@ import type { FakeClock } from '../../../src/lib/clock.js';
 import { chatRepository } from '../../../src/modules/chat/chat.repository.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 
 async function eventsOf(t: TestApp, accountId: string) {
-  const rows = await t.ctx.db.selectFrom('events').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+  const rows = await t.ctx.db.selectFrom('events').selectAll().where('account_id', '=', accountId).orderBy(insertionOrder(t.database.dialect)).execute();
   return rows.map((r) => JSON.parse(r.payload) as { event: string; timestamp: string; data: any });
 }
 

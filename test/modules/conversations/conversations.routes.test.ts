@@ -104,9 +104,10 @@ for (const dialect of DIALECTS) {
     test('pagination: no overlap, no gap, ties on createdAt broken by id', async () => {
       const p = await t.account();
       // Groups of three share a millisecond; rows are inserted in shuffled order so only the ORDER BY
-      // (created_at desc, id desc) can produce the expected sequence.
+      // (created_at desc, id desc) can produce the expected sequence. Ids order only by millisecond (their random
+      // part is fresh), so within a group the id decides, not creation order.
       const rows = Array.from({ length: 23 }, (_, i) => ({ created_at: T0 + Math.floor(i / 3) * MIN, id: newId('conv', T0 + Math.floor(i / 3) * MIN) }));
-      const expected = rows.map((r) => r.id).reverse();
+      const expected = rows.map((r) => r.id).sort().reverse();
       for (const r of [...rows].sort(() => Math.random() - 0.5)) await insertConversation(t.ctx.db, p.accountId, r);
       const seen: string[] = [];
       for (let offset = 0; offset < 30; offset += 5) {
@@ -127,12 +128,13 @@ for (const dialect of DIALECTS) {
 
     test('get answers the spec Conversation with ordered messages and sources on assistant messages only', async () => {
       const c = ids.c2;
-      // Inserted out of order; two share a millisecond, so the id decides.
-      const m3 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + 2 * MIN, role: 'assistant', content: 'Refunds take 5 days.', sources: JSON.stringify(['doc_1', 'faq_2']) });
-      const m1 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR, role: 'assistant', content: 'Hi! How can I help?' });
-      const m2a = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + MIN, role: 'customer', content: 'Where is my refund?' });
-      const m2b = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + MIN, role: 'customer', content: 'Order 42.' });
-      const m4 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + 3 * MIN, role: 'assistant', content: 'Nothing found.', sources: '[]' });
+      // Inserted out of order; two share a millisecond, so their position in the conversation (seq) decides:
+      // m2b is inserted first, with an id that sorts first too, and still comes second.
+      const m3 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + 2 * MIN, seq: 4, role: 'assistant', content: 'Refunds take 5 days.', sources: JSON.stringify(['doc_1', 'faq_2']) });
+      const m1 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR, seq: 1, role: 'assistant', content: 'Hi! How can I help?' });
+      const m2b = await insertMessage(t.ctx.db, a.accountId, c, { id: 'msg_00000000000000000000000000', created_at: T0 + HOUR + MIN, seq: 3, role: 'customer', content: 'Order 42.' });
+      const m2a = await insertMessage(t.ctx.db, a.accountId, c, { id: 'msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', created_at: T0 + HOUR + MIN, seq: 2, role: 'customer', content: 'Where is my refund?' });
+      const m4 = await insertMessage(t.ctx.db, a.accountId, c, { created_at: T0 + HOUR + 3 * MIN, seq: 5, role: 'assistant', content: 'Nothing found.', sources: '[]' });
       const r = await t.request('GET', `/v1/conversations/${c}`, { key: a.key });
       assert.equal(r.status, 200);
       const d = r.body.data;

@@ -47,6 +47,7 @@ export async function insertMessage(db: Kysely<DB>, accountId: string, conversat
       content: m.content ?? 'hello',
       sources: m.sources ?? null,
       created_at: m.created_at,
+      seq: m.seq ?? 0,
     })
     .execute();
   return id;

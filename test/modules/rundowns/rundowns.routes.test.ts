@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { FakeClock } from '../../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, T0 } from './helpers.js';
 
 const RANGE = { from: iso(T0), to: iso(T0 + DAY) };
@@ -113,7 +113,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('each POST emits rundown.generated in its transaction, with the documented data', async () => {
-      const rows = await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', a.accountId).where('kind', '=', 'rundown.generated').orderBy('created_at').orderBy('id').execute();
+      const rows = await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', a.accountId).where('kind', '=', 'rundown.generated').orderBy('created_at').orderBy(insertionOrder(dialect)).execute();
       assert.equal(rows.length, 2);
       const body = JSON.parse(rows[0]!.payload);
       assert.equal(body.event, 'rundown.generated');

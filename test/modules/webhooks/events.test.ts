@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 
 for (const dialect of DIALECTS) {
   describe(`event bus: events emitted together (${dialect})`, () => {
@@ -27,11 +27,16 @@ for (const dialect of DIALECTS) {
         ]),
       );
       assert.deepEqual(emitted.map((e) => e.kind), ['conversation.started', 'conversation.message', 'conversation.message']);
-      assert.deepEqual([...emitted.map((e) => e.id)].sort(), emitted.map((e) => e.id), 'ids sort in emission order');
-      const stored = await t.ctx.db.selectFrom('events').select(['id', 'payload']).where('account_id', '=', accountId).orderBy('id').execute();
+      const stored = await t.ctx.db.selectFrom('events').select(['id', 'payload']).where('account_id', '=', accountId).orderBy(insertionOrder(t.database.dialect)).execute();
       assert.deepEqual(stored.map((r) => JSON.parse(r.payload).data.n), [1, 2, 3]);
-      const deliveries = await t.ctx.db.selectFrom('deliveries').select(['webhook_id', 'event_id', 'body']).where('account_id', '=', accountId).orderBy('id').execute();
-      const byHook = (id: string) => deliveries.filter((d) => d.webhook_id === id).map((d) => JSON.parse(d.body).data.n);
+      assert.deepEqual(stored.map((r) => r.id), emitted.map((e) => e.id), 'stored in emission order');
+      const deliveries = await t.ctx.db.selectFrom('deliveries').select(['webhook_id', 'event_id', 'body']).where('account_id', '=', accountId).execute();
+      const position = (eventId: string | null) => emitted.findIndex((e) => e.id === eventId);
+      const byHook = (id: string) =>
+        deliveries
+          .filter((d) => d.webhook_id === id)
+          .sort((a, b) => position(a.event_id) - position(b.event_id))
+          .map((d) => JSON.parse(d.body).data.n);
       assert.deepEqual(byHook(messagesOnly), [2, 3]);
       assert.deepEqual(byHook(both), [1, 2, 3]);
       for (const d of deliveries) assert.equal(d.body, emitted.find((e) => e.id === d.event_id)!.body, 'the delivery freezes the event body');

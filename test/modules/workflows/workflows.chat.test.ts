@@ -97,7 +97,7 @@ for (const dialect of DIALECTS) {
       const id = await start();
       await send(id, 'please book a demo for us');
       await send(id, 'what is the capital of peru?');
-      const stored = await t.ctx.db.selectFrom('messages').select(['role', 'workflow_id']).where('conversation_id', '=', id).where('role', '=', 'assistant').orderBy('created_at').orderBy('id').execute();
+      const stored = await t.ctx.db.selectFrom('messages').select(['role', 'workflow_id']).where('conversation_id', '=', id).where('role', '=', 'assistant').orderBy('created_at').orderBy('seq').execute();
       assert.deepEqual(stored.map((m) => m.workflow_id ?? null), [null, demoId, null], 'greeting, workflow reply, no-answer');
       const r = await t.request('POST', '/v1/rundowns', { key, body: { from, to: new Date(Date.now() + 60_000).toISOString() } });
       assert.equal(r.status, 201, r.text);
