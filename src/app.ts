@@ -10,7 +10,7 @@ import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
-import { registerJsonParser, registerNulGuard, registerOptionalBody } from './http/json.js';
+import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
@@ -35,7 +35,8 @@ const BODY_LIMIT = 1024 * 1024;
 
 function makeAjv(coerce: boolean) {
   // Bodies are never coerced ("5" is not a number) and unknown fields are refused, not silently removed;
-  // query strings and path parameters arrive as text, so they are coerced.
+  // query strings and path parameters arrive as text, so they are coerced (an integer only from plain decimal
+  // digits: registerParamGuard refuses `1e1`, `0x10`, ` 5` and `5.0` first, which Number() would read).
   const ajv = new Ajv.default({
     coerceTypes: coerce ? 'array' : false,
     useDefaults: true,
@@ -182,7 +183,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   // a wrong content type rather than reaching validation as a string.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
-  registerNulGuard(app);
+  registerParamGuard(app);
   registerOptionalBody(app);
 
   const bodyAjv = makeAjv(false);

@@ -112,12 +112,46 @@ export function createIdempotencyRepository(db: Kysely<DB>) {
 
 export type IdempotencyRepository = ReturnType<typeof createIdempotencyRepository>;
 
-/** What makes two requests "the same request": method, path with query, and the parsed body. */
+/**
+ * JSON with every object's keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` give the same text. Recursive:
+ * the body parser refuses bodies nesting deeper than MAX_BODY_DEPTH (src/http/json.ts), and this only sees
+ * parsed bodies.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+}
+
+/**
+ * What makes two requests "the same request": method, path with query, and the parsed body, its object keys
+ * in sorted order (the order a client serialises them in carries no meaning).
+ */
 export function requestFingerprint(method: string, url: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${url}\n`)
+    .update(canonicalJson(body ?? null))
+    .digest('hex');
+}
+
+/**
+ * The fingerprint before key order was canonicalised (the body's keys as sent). Keys stored by that version
+ * live 24 hours; a retry of such a request must still match its own key. Only computed on a mismatch, and
+ * removable once no key older than the canonical fingerprint can remain (24 h after the upgrade).
+ */
+function legacyFingerprint(method: string, url: string, body: unknown): string {
   return createHash('sha256')
     .update(`${method} ${url}\n`)
     .update(JSON.stringify(body ?? null))
     .digest('hex');
+}
+
+/** How many times a header was sent: Node joins a repeated custom header into one "a, b" value. */
+function headerCount(rawHeaders: string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) n++;
+  return n;
 }
 
 export function registerIdempotency(app: FastifyInstance, opts: { repo: IdempotencyRepository; clock: Clock; leaseMs: number; log: Logger }) {
@@ -142,7 +176,7 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         await repo.release(accountId, key, row.locked_at);
         continue;
       }
-      if (row.fingerprint !== fingerprint) {
+      if (row.fingerprint !== fingerprint && row.fingerprint !== legacyFingerprint(req.method, req.url, req.body)) {
         const same = row.method === req.method && row.path === path;
         throw invalidRequest(
           `header.Idempotency-Key ${JSON.stringify(key)} was already used for ${same ? 'a request with a different body' : `${row.method} ${row.path}`}; ` +
@@ -174,7 +208,8 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
   app.addHook('preHandler', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const raw = req.headers[HEADER];
     if (raw === undefined || req.method !== 'POST' || !req.auth) return done();
-    const key = Array.isArray(raw) ? undefined : raw.trim();
+    // Sent twice, Node hands over "k1, k2", which would pass as one key: count the raw header lines instead.
+    const key = Array.isArray(raw) || headerCount(req.raw.rawHeaders, HEADER) > 1 ? undefined : raw.trim();
     if (key === undefined || !VALID_KEY.test(key)) {
       return done(invalidRequest('header.Idempotency-Key must be one value of 1 to 255 printable ASCII characters'));
     }

@@ -22,19 +22,26 @@ export function hasPollutionKey(value: unknown): boolean {
   return false;
 }
 
-/** True when any string (key or value) at any depth holds U+0000, which PostgreSQL text cannot store. */
-export function hasNul(value: unknown): boolean {
-  const stack: unknown[] = [value];
+/** How deeply a body may nest objects and arrays (the body itself is level 1). */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * True when `value` nests objects/arrays more than `max` levels deep. Iterative, and it stops at the first
+ * branch past the limit: a 1 MiB body can nest 500,000 deep, and every recursive consumer (JSON.stringify of
+ * `metadata`, the Idempotency-Key fingerprint) would overflow the stack on it.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: object[] = [value];
+  const depths: number[] = [1];
   while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (v.includes('\u0000')) return true;
-    } else if (Array.isArray(v)) {
-      for (const x of v) stack.push(x);
-    } else if (v !== null && typeof v === 'object') {
-      for (const [k, x] of Object.entries(v)) {
-        if (k.includes('\u0000')) return true;
+    const v = stack.pop()!;
+    const depth = depths.pop()!;
+    if (depth > max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) {
+      if (x !== null && typeof x === 'object') {
         stack.push(x);
+        depths.push(depth + 1);
       }
     }
   }
@@ -42,14 +49,91 @@ export function hasNul(value: unknown): boolean {
 }
 
 /**
- * Path and query values with U+0000: PostgreSQL refuses them with an error that would otherwise surface as a
- * 500, and no id, slug or filter value legitimately contains one.
+ * A lone UTF-16 surrogate: with the `u` flag a well-formed pair is one astral code point, so only an unpaired
+ * half is in category Cs. (String.prototype.isWellFormed is ES2024, past this project's lib.)
  */
-export function registerNulGuard(app: FastifyInstance) {
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** What is wrong with a text: NUL (PostgreSQL text cannot hold it) or not well-formed UTF-16. */
+function textRule(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain NUL (\\u0000) characters';
+  // SQLite stores a lone surrogate as 3 WTF-8 bytes, PostgreSQL as one U+FFFD: neither is what was sent.
+  if (LONE_SURROGATE.test(s)) return 'must be well-formed Unicode (no unpaired UTF-16 surrogates such as \\ud800)';
+  return null;
+}
+
+const member = (path: string, key: string) => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+
+/**
+ * The first string (value or key) at any depth that holds NUL or a lone surrogate, as a message naming its
+ * place (`body.metadata.note must be well-formed Unicode …`); null when every text is fine. Iterative.
+ */
+export function findTextProblem(value: unknown, root: string): string | null {
+  const stack: [unknown, string][] = [[value, root]];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      const rule = textRule(v);
+      if (rule) return `${path} ${rule}`;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
+    } else if (v !== null && typeof v === 'object') {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, x] = entries[i]!;
+        const rule = textRule(k);
+        if (rule) return `${path} has a key that ${rule}`;
+        stack.push([x, member(path, k)]);
+      }
+    }
+  }
+  return null;
+}
+
+/** Query and path integers: plain decimal digits, so `1e1`, `0x10`, ` 5` and `5.0` are not read as numbers. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+const integerFieldsOf = new WeakMap<object, string[]>();
+
+/** The properties a query/path schema types as integers, worked out once per schema object. */
+function integerFields(schema: unknown): string[] {
+  if (schema === null || typeof schema !== 'object') return [];
+  let names = integerFieldsOf.get(schema);
+  if (!names) {
+    const props = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+    names = Object.entries(props)
+      .filter(([, p]) => p.type === 'integer' || (Array.isArray(p.type) && p.type.includes('integer')))
+      .map(([k]) => k);
+    integerFieldsOf.set(schema, names);
+  }
+  return names;
+}
+
+/**
+ * Path and query values, checked before validation:
+ * - no U+0000 (PostgreSQL refuses it with an error that would otherwise surface as a 500, and no id, slug or
+ *   filter value legitimately contains one) and no lone surrogate (percent-decoding cannot produce one today,
+ *   since the UTF-8 bytes of a surrogate are invalid and stay undecoded, but the rule is the body's);
+ * - an integer field must be written in decimal digits (a minus sign is let through so that `-1` is refused by
+ *   the field's minimum, with that message): ajv's coercion uses Number(), which reads `1e1`, `0x10`, ` 5` and
+ *   `5.0` as numbers.
+ */
+export function registerParamGuard(app: FastifyInstance) {
   // A callback hook: an async one costs a promise and a microtask hop on every request.
   app.addHook('preValidation', (req, _reply, done) => {
-    for (const [part, values] of [['path', req.params], ['query', req.query]] as const) {
-      if (values && typeof values === 'object' && hasNul(values)) return done(invalidRequest(`${part} values must not contain NUL (\\u0000) characters`));
+    const schema = req.routeOptions.schema;
+    for (const [part, values, partSchema] of [
+      ['path', req.params, schema?.params],
+      ['query', req.query, schema?.querystring],
+    ] as const) {
+      if (!values || typeof values !== 'object') continue;
+      const problem = findTextProblem(values, part);
+      if (problem) return done(invalidRequest(problem));
+      for (const name of integerFields(partSchema)) {
+        const v = (values as Record<string, unknown>)[name];
+        if (typeof v === 'string' && !DECIMAL_INTEGER.test(v)) {
+          return done(invalidRequest(`${part}.${name} must be an integer written in plain decimal digits (such as 20)`));
+        }
+      }
     }
     done();
   });
@@ -78,8 +162,31 @@ export function registerOptionalBody(app: FastifyInstance) {
 }
 
 /**
- * Replaces Fastify's JSON parser so each refusal says what was wrong: not JSON, empty, or a prototype-pollution
- * key (Fastify's own parser reports all three as "invalid JSON").
+ * The charset a Content-Type names, lower-cased and unquoted (`application/json; Charset="UTF-8"` → `utf-8`);
+ * undefined when it names none.
+ */
+export function contentTypeCharset(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  for (const param of header.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq === -1 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    return param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+  }
+  return undefined;
+}
+
+/** JSON is UTF-8 (RFC 8259 §8.1); `utf8` is the common misspelling every decoder accepts as the same. */
+const UTF8_NAMES = new Set(['utf-8', 'utf8']);
+
+/**
+ * Replaces Fastify's JSON parser so each refusal says what was wrong: not JSON, empty, a charset other than
+ * UTF-8, nesting deeper than MAX_BODY_DEPTH, a prototype-pollution key, or a string with NUL or a lone surrogate
+ * (Fastify's own parser reports the first and the pollution key as "invalid JSON" and lets the rest through).
+ * Every consumer of a parsed body can then recurse over it and store its strings as they are.
  */
 export function registerJsonParser(app: FastifyInstance) {
   app.removeContentTypeParser('application/json');
@@ -92,19 +199,30 @@ export function registerJsonParser(app: FastifyInstance) {
       if (!hasRequiredFields(schema)) return done(null, {});
       return done(invalidRequest('body is empty; send a JSON object'), undefined);
     }
+    // The body is always decoded as UTF-8: a client that says latin1 would have its text changed silently.
+    const charset = contentTypeCharset(req.headers['content-type']);
+    if (charset !== undefined && !UTF8_NAMES.has(charset)) {
+      return done(invalidRequest('header.Content-Type charset must be utf-8 (JSON bodies are read as UTF-8)'), undefined);
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
       return done(invalidRequest('body is not valid JSON'), undefined);
     }
+    // Nesting past the limit takes more than 2 × MAX_BODY_DEPTH characters, so short bodies skip the walk.
+    if (text.length > 2 * MAX_BODY_DEPTH && nestsDeeperThan(parsed, MAX_BODY_DEPTH)) {
+      return done(invalidRequest(`body must not nest objects and arrays deeper than ${MAX_BODY_DEPTH} levels`), undefined);
+    }
     // Only bodies that could spell the keys (possibly \u-escaped) pay for the walk.
     if (/proto|constructor|\\u/.test(text) && hasPollutionKey(parsed)) {
       return done(invalidRequest('body must not contain "__proto__" or "constructor.prototype" keys'), undefined);
     }
-    // JSON can only carry NUL as an escape, so bodies without one skip the walk.
-    if (/\\u0000/i.test(text) && hasNul(parsed)) {
-      return done(invalidRequest('body must not contain NUL (\\u0000) characters'), undefined);
+    // JSON can carry NUL or a lone surrogate only as a \u escape (raw bytes of a surrogate are not UTF-8 and
+    // decode to U+FFFD), so bodies without such an escape skip the walk.
+    if (/\\u(?:0000|d[89a-f])/i.test(text)) {
+      const problem = findTextProblem(parsed, 'body');
+      if (problem) return done(invalidRequest(problem), undefined);
     }
     done(null, parsed);
   });

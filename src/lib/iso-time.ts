@@ -6,7 +6,10 @@
  */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|([+\- ])(\d{2}):?(\d{2}))?)?$/;
 
-const daysInMonth = (y: number, m: number) => new Date(Date.UTC(y, m, 0)).getUTCDate();
+/** Proleptic Gregorian, as ISO 8601 counts (year 0000 is 1 BC, a leap year). Not Date.UTC: it maps years 0..99 onto 1900..1999. */
+const isLeapYear = (y: number) => y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const daysInMonth = (y: number, m: number) => (m === 2 && isLeapYear(y) ? 29 : DAYS_IN_MONTH[m - 1]!);
 
 /**
  * Unix milliseconds of the instant, rounded UP to the next whole millisecond when the fraction is finer:

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { IDEMPOTENCY_TTL_MS, idempotencyLeaseMs, requestFingerprint } from '../../src/http/idempotency.js';
@@ -125,6 +127,78 @@ for (const dialect of DIALECTS) {
       } finally {
         await rx.close();
       }
+    });
+
+    test('the order of a body\'s keys does not make another request: a reordered retry is a replay', async () => {
+      const first = await t.request('POST', '/v1/chat/conversations', {
+        key,
+        raw: '{"customerId":"cus_order","metadata":{"plan":"pro","seats":3,"tags":[{"b":1,"a":2}]}}',
+        headers: { 'content-type': 'application/json', ...IK('k-order') },
+      });
+      assert.equal(first.status, 201, first.text);
+      const reordered = await t.request('POST', '/v1/chat/conversations', {
+        key,
+        raw: '{"metadata":{"tags":[{"a":2,"b":1}],"seats":3,"plan":"pro"},"customerId":"cus_order"}',
+        headers: { 'content-type': 'application/json', ...IK('k-order') },
+      });
+      assert.equal(reordered.status, 201, reordered.text);
+      assert.equal(reordered.headers.get('idempotent-replayed'), 'true');
+      assert.equal(reordered.text, first.text);
+      // Array order does carry meaning: that is another request.
+      const otherArray = await t.request('POST', '/v1/chat/conversations', {
+        key,
+        raw: '{"customerId":"cus_order","metadata":{"plan":"pro","seats":3,"tags":[{"a":2,"b":1},{}]}}',
+        headers: { 'content-type': 'application/json', ...IK('k-order') },
+      });
+      assert.equal(otherArray.status, 400);
+      assert.match(otherArray.body.error.message, /header\.Idempotency-Key "k-order" was already used for a request with a different body/);
+    });
+
+    test('a key kept by the previous version (fingerprint of the body as sent, keys unsorted) still replays', async () => {
+      const url = '/v1/documents';
+      const raw = '{"title":"Legacy","content":"kept before the upgrade"}';
+      const body = JSON.parse(raw) as Record<string, string>;
+      const legacy = createHash('sha256').update(`POST ${url}\n`).update(JSON.stringify(body)).digest('hex');
+      assert.notEqual(legacy, requestFingerprint('POST', url, body), 'title before content: not the canonical order');
+      const now = clock.now();
+      await t.ctx.idempotency.claim({ accountId, key: 'k-legacy', fingerprint: legacy, method: 'POST', path: url, now });
+      const kept = '{"success":true,"data":{"id":"doc_kept"}}';
+      await t.ctx.idempotency.record({ accountId, key: 'k-legacy', lockedAt: now }, 201, kept);
+      const retry = await t.request('POST', url, { key, raw, headers: { 'content-type': 'application/json', ...IK('k-legacy') } });
+      assert.equal(retry.status, 201, retry.text);
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+      assert.equal(retry.text, kept);
+    });
+
+    test('the header sent twice is refused, not read as the joined "k1, k2"', async () => {
+      const before = await countDocs();
+      const body = '{"title":"Twice","content":"c"}';
+      const r = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const u = new URL(t.baseUrl);
+        const req = http.request(
+          {
+            host: u.hostname,
+            port: u.port,
+            method: 'POST',
+            path: '/v1/documents',
+            // An array makes node:http send one header line per value.
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': ['k-twice-1', 'k-twice-2'], 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject).end(body);
+      });
+      assert.equal(r.status, 400);
+      assert.deepEqual(r.body, {
+        success: false,
+        error: { code: 'INVALID_REQUEST', message: 'header.Idempotency-Key must be one value of 1 to 255 printable ASCII characters' },
+      });
+      assert.equal(await countDocs(), before);
+      // One header line whose value has a comma is one key, as before.
+      assert.equal((await t.request('POST', '/v1/documents', { key, raw: body, headers: { 'content-type': 'application/json', ...IK('k-once, really') } })).status, 201);
     });
 
     test('a key left without an answer (the process died) is taken over once the lease is over', async () => {

@@ -56,3 +56,19 @@ test('everything else is refused', () => {
     assert.equal(parseIsoInstant(text), null, JSON.stringify(text));
   }
 });
+
+test('leap days follow the proleptic Gregorian calendar in years 0000-0099 too (Date.UTC maps those onto 19xx)', () => {
+  const leapDay = (y: number) => {
+    const d = new Date(0);
+    d.setUTCFullYear(y, 1, 29);
+    return d.getTime();
+  };
+  for (const y of [0, 4, 96, 400, 2000, 2024]) {
+    const text = `${String(y).padStart(4, '0')}-02-29`;
+    assert.equal(parseIsoInstant(text), leapDay(y), text);
+  }
+  assert.equal(parseIsoInstant('0000-02-29T12:00:00Z'), leapDay(0) + 12 * 3_600_000);
+  for (const text of ['0001-02-29', '0100-02-29', '0099-02-29', '1900-02-29', '2100-02-29', '0000-02-30']) {
+    assert.equal(parseIsoInstant(text), null, text);
+  }
+});

@@ -176,6 +176,20 @@ function isLocalhostName(hostname: string): boolean {
 
 export type UrlValidation = { ok: true; url: URL } | { ok: false; reason: string };
 
+/**
+ * The WHATWG URL parser silently drops tabs and newlines anywhere and trims C0 controls and spaces at both
+ * ends, so such a URL would be stored and shown as sent but called as something else. Registration refuses
+ * them (a reason, as validateWebhookUrl gives); delivery keeps calling what URL makes of a URL stored before.
+ */
+export function urlTextProblem(url: string): string | null {
+  for (let i = 0; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return 'url must not contain control characters (tab, newline, U+0000 to U+001F, U+007F)';
+  }
+  if (/^ | $/.test(url)) return 'url must not start or end with a space';
+  return null;
+}
+
 export function validateWebhookUrl(url: string, opts: { allowPrivate: boolean }): UrlValidation {
   if (typeof url !== 'string' || url.length === 0) return { ok: false, reason: 'url must be a non-empty string' };
   if (url.length > MAX_WEBHOOK_URL_LENGTH) {

@@ -1,14 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
-import { ApiError, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
-import { assertPublicHost, SsrfError, validateWebhookUrl } from './ssrf.js';
+import { assertPublicHost, SsrfError, urlTextProblem, validateWebhookUrl } from './ssrf.js';
 import { deliveriesRepository, webhooksRepository as repo } from './webhooks.repository.js';
 import {
   EVENT_ALIASES,
@@ -116,6 +116,8 @@ export function createWebhooksService(
    * name about to be created, and the caller sees it at once instead of as failed deliveries later.
    */
   async function checkUrl(url: string) {
+    const textProblem = urlTextProblem(url);
+    if (textProblem) throw invalidRequest(`body.${textProblem}`);
     const v = validateWebhookUrl(url, { allowPrivate });
     if (!v.ok) throw invalidRequest(`body.${v.reason}`);
     try {
@@ -167,6 +169,7 @@ export function createWebhooksService(
     },
 
     async create(accountId: string, body: CreateWebhookBody) {
+      rejectBlank('body.secret', body.secret);
       const events = normalizeEvents(body.events);
       await checkUrl(body.url);
       const now = clock.now();
@@ -186,6 +189,7 @@ export function createWebhooksService(
     },
 
     async update(accountId: string, id: string, body: UpdateWebhookBody) {
+      rejectBlank('body.secret', body.secret);
       const events = body.events ? normalizeEvents(body.events) : undefined;
       if (body.url !== undefined) await checkUrl(body.url);
       const row = await db.transaction().execute(async (trx) => {

@@ -87,6 +87,39 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(g.body.data.events, ['conversation.ended']);
     });
 
+    test('a blank secret and URLs with control characters or edge spaces are refused (create and update)', async () => {
+      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      assert.equal(c.status, 201, c.text);
+      const id = c.body.data.id;
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ secret: '        ' }, /^body\.secret must not be blank$/],
+        [{ secret: '\t \n \u3000 \u00a0    ' }, /^body\.secret must not be blank$/],
+        // WHATWG URL drops the tab and calls http://93.184.216.34/, while the stored URL would keep it.
+        [{ url: 'http://93.184.216.34\t/' }, /^body\.url must not contain control characters/],
+        [{ url: 'https://example.com/a\nb' }, /^body\.url must not contain control characters/],
+        [{ url: 'https://exa\rmple.com/' }, /^body\.url must not contain control characters/],
+        [{ url: 'https://example.com/\u007f' }, /^body\.url must not contain control characters/],
+        [{ url: '\u0001https://example.com/' }, /^body\.url must not contain control characters/],
+        [{ url: ' https://example.com/' }, /^body\.url must not start or end with a space$/],
+        [{ url: 'https://example.com/ ' }, /^body\.url must not start or end with a space$/],
+      ];
+      for (const [patch, re] of cases) {
+        const created = await t.request('POST', '/v1/webhooks', { key, body: { ...body, ...patch } });
+        assert.equal(created.status, 400, `create ${JSON.stringify(patch)}: ${created.text}`);
+        assert.deepEqual(created.body, { success: false, error: { code: 'INVALID_REQUEST', message: created.body.error.message } });
+        assert.match(created.body.error.message, re);
+        const updated = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: patch });
+        assert.equal(updated.status, 400, `update ${JSON.stringify(patch)}: ${updated.text}`);
+        assert.match(updated.body.error.message, re);
+      }
+      // Spaces inside a secret are fine; so is a URL whose path has an encoded space.
+      const ok = await t.request('POST', '/v1/webhooks', { key, body: { ...body, url: 'https://example.com/a%20b', secret: 'correct horse battery' } });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(ok.body.data.url, 'https://example.com/a%20b');
+      const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+      assert.equal(g.body.data.url, body.url, 'nothing was changed by the refused updates');
+    });
+
     test('delete answers {deleted: true}, then 404', async () => {
       const c = await t.request('POST', '/v1/webhooks', { key, body });
       const d = await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key });
