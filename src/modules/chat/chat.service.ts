@@ -134,10 +134,16 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     return { topic, tags };
   }
 
-  /** Ends a conversation; with `idleBefore` (the idle sweeper), only if no message came in since that time. */
+  /**
+   * Ends a conversation; with `idleBefore` (the idle sweeper), only if no message came in since that time. The
+   * outcome, tags, topic and the event's messageCount are decided from the conversation row locked in this
+   * transaction (FOR UPDATE on PostgreSQL: a message in flight commits first, and its exchange is counted) and
+   * from the messages read after the lock, never from a row read before a concurrent send committed.
+   */
   async function end(accountId: string, id: string, idleBefore?: number) {
     return db.transaction().execute(async (trx) => {
-      const c = await load(trx, accountId, id);
+      const c = await repo.findLocked(trx, dialect, accountId, id);
+      if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null || (idleBefore !== undefined && c.last_message_at >= idleBefore)) return snapshot(trx, accountId, id);
       const at = Math.max(clock.now(), c.last_message_at);
       const messages = await repo.messages(trx, accountId, id);
