@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runDemo } from '../../../src/cli/demo.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
+
+/** Edge cases of the chat channel found by the chat audit (invisible text, blanks, bodies, labels, contact). */
+for (const dialect of DIALECTS) {
+  describe(`chat channel edges (${dialect})`, () => {
+    let t: TestApp;
+    let accountId: string;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect, { fakeClock: true });
+      ({ accountId, key } = await t.account());
+      await runDemo(t.ctx, accountId);
+    });
+    after(() => t.close());
+
+    const start = async (body: Record<string, unknown> = {}) => {
+      const r = await t.request('POST', '/v1/chat/conversations', { key, body });
+      assert.equal(r.status, 201, r.text);
+      return r.body.data as { conversation: any; messages: any[] };
+    };
+    const send = (id: string, content: string) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content } });
+    const events = async (kind: string, conversationId: string) =>
+      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', kind).orderBy(insertionOrder(t.database.dialect)).execute())
+        .map((e) => JSON.parse(e.payload).data)
+        .filter((d) => d.conversationId === conversationId);
+    const refused = (r: { status: number; text: string; body: any }, message: string) => {
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'INVALID_REQUEST');
+      assert.equal(r.body.error.message, message);
+    };
+
+    test('a message of only zero-width or invisible characters is refused like a blank one, and counts for nothing', async () => {
+      const { conversation } = await start();
+      for (const content of ['\u200b', '\u200b\u200b\u2060\ufeff', '\u200c\u200d', ' \u200b\n\t\u00a0\u3000', '\u00ad', '\ufe0f']) {
+        refused(await send(conversation.id, content), 'body.content must not be blank');
+      }
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.status, 'active');
+      assert.equal(g.body.data.conversation.messageCount, 1);
+      // Visible text with a zero-width character in it is a message.
+      const ok = await send(conversation.id, 'hello\u200b');
+      assert.equal(ok.status, 200, ok.text);
+    });
+
+    test('every "must not be blank" field refuses zero-width-only text (documents, FAQs, workflows)', async () => {
+      refused(await t.request('POST', '/v1/documents', { key, body: { title: '\u200b', content: 'Some content.' } }), 'body.title must not be blank');
+      refused(await t.request('POST', '/v1/faqs', { key, body: { question: '\u2060\ufeff', answer: 'a', category: 'c' } }), 'body.question must not be blank');
+      const w = await t.request('POST', '/v1/workflows', { key, body: { slug: 'zw', name: '\u200d', triggers: ['book a demo'], fields: [] } });
+      refused(w, 'body.name must not be blank');
+    });
+  });
+}
