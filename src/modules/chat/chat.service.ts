@@ -252,7 +252,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         if (!cur) throw notFound('conversation', id);
         if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
         const alreadyEscalated = cur.escalated_at !== null;
-        const contactEmail = alreadyEscalated && !cur.customer_email && email ? email : null;
+        // Once a person is involved, an email address the customer writes is their contact address — also one that
+        // corrects the address given before — not a question for the knowledge base.
+        const contactEmail = alreadyEscalated && email ? email : null;
+        const emailChanged = contactEmail !== null && contactEmail.toLowerCase() !== (cur.customer_email ?? '').toLowerCase();
         // The workflow's reply went out as is (not folded into the thank-you for contact details).
         const byWorkflow = replying && !contactEmail ? replying.id : null;
         // A workflow's reply handles the message as an answer from the knowledge base does.
@@ -262,7 +265,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,
-          streak: reply.kind === 'no_answer' ? 'increment' : answered ? 'reset' : 'keep',
+          streak: reply.kind === 'no_answer' && !contactEmail ? 'increment' : answered ? 'reset' : 'keep',
           at,
         });
         if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
@@ -272,6 +275,11 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         // The streak as this exchange left it (every message of the conversation counted).
         if (reply.kind === 'no_answer' && !alreadyEscalated && fresh.unanswered_streak >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
         const escalating = escalateWith !== null;
+        // An email address in the message that escalates ("a person please, I'm jo@acme.test") is the contact
+        // address: stored before the escalation, so its event carries it and the reply does not ask for it.
+        const escalatingEmail = escalating && email ? email : null;
+        const reachAt = escalatingEmail ?? cur.customer_email;
+        const ask = reachAt ? ` They will reply to ${reachAt}.` : " What's the best email address to reach you?";
         let text = reply.content;
         if (contactEmail) {
           text = `Thank you — a person from our team will reach you at ${contactEmail}.${reply.kind === 'answer' ? `\n\n${reply.content}` : ''}`;
@@ -282,8 +290,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
               : alreadyEscalated
                 ? 'A person from our team has already been asked to take over this conversation.'
                 : "Of course. I'm passing this conversation to a person from our team.";
-          const ask = cur.customer_email ? ` They will reply to ${cur.customer_email}.` : " What's the best email address to reach you?";
           text = lead + ask;
+        } else if (reply.kind === 'no_answer' && alreadyEscalated) {
+          // A person is already on the way: no offer to connect one.
+          text = `I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. A person from our team has already been asked to take over this conversation.${ask}`;
         }
 
         // Positions in the conversation: message_count counted both, under the row's lock.
@@ -295,8 +305,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
         const customerTexts = [...transcript.filter((m) => m.role === 'customer').map((m) => m.content), content];
         await workflows.fire(trx, fresh, triggered, customerTexts, at);
-        if (escalateWith) await escalateIn(trx, fresh, escalateWith, at);
-        if (contactEmail) await submitContact(trx, fresh, { email: contactEmail });
+        if (escalatingEmail) await repo.update(trx, accountId, id, { customer_email: escalatingEmail });
+        if (escalateWith) await escalateIn(trx, escalatingEmail ? { ...fresh, customer_email: escalatingEmail } : fresh, escalateWith, at);
+        // The same address again changes nothing and emits nothing.
+        if (contactEmail && emailChanged) await submitContact(trx, fresh, { email: contactEmail });
         return { messages: [toMessage(customerMsg), toMessage(assistantMsg)] };
       });
     },

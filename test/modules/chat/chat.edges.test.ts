@@ -52,5 +52,46 @@ for (const dialect of DIALECTS) {
       const w = await t.request('POST', '/v1/workflows', { key, body: { slug: 'zw', name: '\u200d', triggers: ['book a demo'], fields: [] } });
       refused(w, 'body.name must not be blank');
     });
+
+    test('an email address in the message that asks for a person is the contact address: the escalation carries it, no email is asked for', async () => {
+      const { conversation } = await start({ customerId: 'cus_e' });
+      const r = await send(conversation.id, 'I want to speak to a human, my email is jo@acme.test');
+      assert.equal(r.status, 200, r.text);
+      const reply = r.body.data.messages[1].content as string;
+      assert.equal(reply, "Of course. I'm passing this conversation to a person from our team. They will reply to jo@acme.test.");
+      const [esc, ...more] = await events('escalation', conversation.id);
+      assert.equal(more.length, 0);
+      assert.equal(esc.customerEmail, 'jo@acme.test');
+      assert.equal(esc.reason, 'customer_request');
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.customerEmail, 'jo@acme.test');
+    });
+
+    test('after escalating: no offer of a person, and an email (a correction too) is the contact address, not a question', async () => {
+      const { conversation } = await start();
+      const id = conversation.id;
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key })).status, 200);
+      const unknown = await send(id, 'do you deliver to mars?');
+      const text = unknown.body.data.messages[1].content as string;
+      assert.doesNotMatch(text, /Would you like me to connect you/);
+      assert.match(text, /already been asked to take over this conversation\. What's the best email address to reach you\?$/);
+
+      const first = await send(id, 'it is jo@acme.test');
+      assert.equal(first.body.data.messages[1].content, 'Thank you — a person from our team will reach you at jo@acme.test.');
+      const corrected = await send(id, 'actually use other@acme.test');
+      assert.equal(corrected.body.data.messages[1].content, 'Thank you — a person from our team will reach you at other@acme.test.');
+      const again = await send(id, 'other@acme.test');
+      assert.equal(again.body.data.messages[1].content, 'Thank you — a person from our team will reach you at other@acme.test.');
+      const subs = await events('escalation.submitted', id);
+      assert.deepEqual(subs.map((e) => e.customerEmail), ['jo@acme.test', 'other@acme.test'], 'the same address again emits nothing');
+      assert.ok(subs.every((e) => e.escalated === true));
+
+      const later = await send(id, 'do you deliver to the moon?');
+      assert.match(later.body.data.messages[1].content, /already been asked to take over this conversation\. They will reply to other@acme\.test\.$/);
+      const row = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.customer_email, 'other@acme.test');
+      assert.equal(row.unanswered_streak, 2, 'the two questions count; the three email messages do not');
+      assert.equal((await events('escalation', id)).length, 1);
+    });
   });
 }
