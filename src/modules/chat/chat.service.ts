@@ -172,6 +172,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
 
   return {
     async start(accountId: string, body: StartConversationBody) {
+      for (const f of ['customerId', 'customerLabel', 'persona'] as const) rejectBlank(`body.${f}`, body[f]);
       const metadata = body.metadata ?? {};
       if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw invalidRequest('body.metadata must be at most 16 KiB of JSON');
       const settings = await assistant.settings(accountId);
@@ -314,6 +315,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     },
 
     async contact(accountId: string, id: string, body: ContactBody) {
+      // A blank name would also replace the customer's label.
+      for (const f of ['name', 'phone', 'message'] as const) rejectBlank(`body.${f}`, body[f]);
       return db.transaction().execute(async (trx) => {
         const c = await load(trx, accountId, id);
         await submitContact(trx, c, body);

@@ -93,5 +93,31 @@ for (const dialect of DIALECTS) {
       assert.equal(row.unanswered_streak, 2, 'the two questions count; the three email messages do not');
       assert.equal((await events('escalation', id)).length, 1);
     });
+
+    test('blank customerId, customerLabel, persona and contact name, phone, message are refused naming the field', async () => {
+      for (const [body, field] of [
+        [{ customerId: '   ' }, 'customerId'],
+        [{ customerLabel: '\t' }, 'customerLabel'],
+        [{ persona: ' ' }, 'persona'],
+        [{ customerId: 'cus_ok', persona: '\u200b' }, 'persona'],
+      ] as const) {
+        refused(await t.request('POST', '/v1/chat/conversations', { key, body }), `body.${field} must not be blank`);
+      }
+      const { conversation } = await start({ customerLabel: 'Ada' });
+      for (const [extra, field] of [
+        [{ name: '   ' }, 'name'],
+        [{ phone: ' ' }, 'phone'],
+        [{ message: '  \n' }, 'message'],
+      ] as const) {
+        refused(await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', ...extra } }), `body.${field} must not be blank`);
+      }
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.customerLabel, 'Ada', 'the label was not overwritten');
+      assert.equal(g.body.data.conversation.customerEmail, null);
+      assert.equal((await events('escalation.submitted', conversation.id)).length, 0);
+      const ok = await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', name: 'Ada L.', phone: '+1 555 0100', message: 'call me' } });
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(ok.body.data.conversation.customerLabel, 'Ada L.');
+    });
   });
 }
