@@ -119,5 +119,23 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.status, 200, ok.text);
       assert.equal(ok.body.data.conversation.customerLabel, 'Ada L.');
     });
+
+    test('end takes no fields: unknown ones are refused by name; no body, an empty body or {} end it', async () => {
+      const { conversation } = await start();
+      const path = `/v1/chat/conversations/${conversation.id}/end`;
+      refused(await t.request('POST', path, { key, body: { foo: 1 } }), 'body.foo is not a known field');
+      refused(await t.request('POST', path, { key, body: { reason: 'done' } }), 'body.reason is not a known field');
+      refused(await t.request('POST', path, { key, body: [] }), 'body must be of type object');
+      assert.equal((await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key })).body.data.conversation.endedAt, null, 'still open');
+      const bare = await t.request('POST', path, { key });
+      assert.equal(bare.status, 200, bare.text);
+      assert.notEqual(bare.body.data.conversation.endedAt, null);
+      for (const opts of [{ body: {} }, { raw: '', headers: { 'content-type': 'application/json' } }]) {
+        const { conversation: c } = await start();
+        const r = await t.request('POST', `/v1/chat/conversations/${c.id}/end`, { key, ...opts });
+        assert.equal(r.status, 200, r.text);
+        assert.notEqual(r.body.data.conversation.endedAt, null);
+      }
+    });
   });
 }
