@@ -21,14 +21,23 @@ type ConversationRow = Selectable<ConversationsTable>;
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
 
-const slug = (s: string) =>
-  s
-    .toLowerCase()
+/**
+ * A document's label: its title in lower case, runs of anything but letters, digits and marks made single
+ * hyphens, in any script ("Доставка в Нарнию" → "доставка-в-нарнию"; Latin accents dropped: "Café" → "cafe"),
+ * at most 60 characters. A title with no letter or digit at all ("🚚 → 📦") is labelled by the document id, so a
+ * tag or topic is never "".
+ */
+export function documentLabel(title: string, id: string) {
+  const s = title
     .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60);
+    .replace(/(\p{Script=Latin})\p{M}+/gu, '$1')
+    .normalize('NFC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\p{M}]+/gu, '-')
+    .replace(/^-+|-+$/g, '');
+  const label = Array.from(s).slice(0, 60).join('').replace(/-+$/, '');
+  return /[\p{L}\p{N}]/u.test(label) ? label : id;
+}
 
 function countOf(items: string[]) {
   const counts = new Map<string, number>();
@@ -122,7 +131,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
   async function classify(conn: Kysely<DB>, c: ConversationRow, messages: MessagesTable[]) {
     const citations = messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : []));
     const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, [...new Set(citations)]);
-    const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, slug(d.title)] as const)]);
+    const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, documentLabel(d.title, d.id)] as const)]);
     const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
     const keywords = countOf(
       messages.flatMap((m) => (m.role === 'customer' ? words(m.content).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) : [])),

@@ -137,5 +137,39 @@ for (const dialect of DIALECTS) {
         assert.notEqual(r.body.data.conversation.endedAt, null);
       }
     });
+
+    test('a document titled in another script gives a tag and topic in that script; a title without letters gives the document id; "" never reaches /analytics/topics', async () => {
+      const from = new Date(t.clock.now() - 1000).toISOString();
+      const doc = async (title: string, content: string) => {
+        const r = await t.request('POST', '/v1/documents', { key, body: { title, content, status: 'active' } });
+        assert.equal(r.status, 201, r.text);
+        return r.body.data.id as string;
+      };
+      await doc('Доставка в Нарнию', 'Unicorn courier delivery to Narnia takes twelve days and costs nothing for wardrobe members.');
+      const emojiId = await doc('🚚 → 📦', 'Zeppelin freight to Atlantis departs every other Thursday from the harbour.');
+      const cited = async (question: string) => {
+        const { conversation } = await start();
+        const r = await send(conversation.id, question);
+        assert.ok(r.body.data.messages[1].sources.length > 0, r.text);
+        const end = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key });
+        return end.body.data.conversation as { id: string; tags: string[]; topic: string };
+      };
+      const narnia = await cited('How long does unicorn courier delivery to Narnia take?');
+      assert.deepEqual(narnia.tags, ['доставка-в-нарнию']);
+      assert.equal(narnia.topic, 'доставка-в-нарнию');
+      const [ended] = await events('conversation.ended', narnia.id);
+      assert.deepEqual(ended.tags, ['доставка-в-нарнию']);
+      const atlantis = await cited('When does the zeppelin freight to Atlantis depart?');
+      assert.deepEqual(atlantis.tags, [emojiId]);
+      assert.equal(atlantis.topic, emojiId);
+
+      // A conversation stored with topic "" (ended before this fix) is left out of the topics.
+      await t.ctx.db.updateTable('conversations').set({ topic: '' }).where('id', '=', atlantis.id).execute();
+      const topics = await t.request('GET', `/v1/analytics/topics?from=${encodeURIComponent(from)}`, { key });
+      assert.equal(topics.status, 200, topics.text);
+      const names = topics.body.data.topics.map((x: { name: string }) => x.name);
+      assert.ok(names.includes('доставка-в-нарнию'), names.join(','));
+      assert.ok(!names.includes(''), names.join(','));
+    });
   });
 }
