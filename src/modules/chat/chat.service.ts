@@ -209,7 +209,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         escalated_at: null,
         ended_at: null,
       };
-      const greeting = assistantMessage(accountId, id, assistant.greetingText(settings), [], at, 1);
+      // The persona named at start speaks for this conversation (the account's greeting and tone, its name).
+      const greeting = assistantMessage(accountId, id, assistant.greetingText({ ...settings, name: row.persona ?? settings.name }), [], at, 1);
       return db.transaction().execute(async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
@@ -252,7 +253,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       } else if (replying) {
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
-        reply = await assistant.reply(accountId, content, history, settings);
+        // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
+        reply = await assistant.reply(accountId, content, history, { ...settings, name: c.persona ?? settings.name });
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];

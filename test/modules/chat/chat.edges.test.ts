@@ -171,5 +171,24 @@ for (const dialect of DIALECTS) {
       assert.ok(names.includes('доставка-в-нарнию'), names.join(','));
       assert.ok(!names.includes(''), names.join(','));
     });
+
+    test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
+      const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
+      assert.equal(p.status, 200, p.text);
+      try {
+        const zed = await start({ persona: 'Zed' });
+        assert.equal(zed.conversation.persona, 'Zed');
+        assert.equal(zed.messages[0].content, 'Hey, Zed here.');
+        const hi = await send(zed.conversation.id, 'hello');
+        assert.match(hi.body.data.messages[1].content, /I'm Zed\b/);
+        assert.doesNotMatch(hi.body.data.messages[1].content, /Robin/);
+        const plain = await start();
+        assert.equal(plain.conversation.persona, 'Robin');
+        assert.equal(plain.messages[0].content, 'Hey, Robin here.');
+        assert.match((await send(plain.conversation.id, 'hello')).body.data.messages[1].content, /I'm Robin\b/);
+      } finally {
+        await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+      }
+    });
   });
 }
