@@ -25,9 +25,22 @@ export class ApiError extends Error {
 }
 
 export const invalidRequest = (message: string) => new ApiError('INVALID_REQUEST', message);
-/** Refuses a given text that is only whitespace (a schema's minLength counts spaces); absent or null is fine. */
+/**
+ * Text with nothing visible: whitespace (including NBSP and the ideographic space), control characters and the
+ * default-ignorable code points (zero-width space, joiners, word joiner, BOM, soft hyphen, bidi marks, variation
+ * selectors, Hangul fillers), plus the Braille blank.
+ */
+const INVISIBLE_ONLY = /^[\s\p{Cc}\p{Default_Ignorable_Code_Point}\u2800]*$/u;
+
+/** Whether a text has nothing visible in it ("", spaces, zero-width characters…). */
+export const isBlank = (value: string) => INVISIBLE_ONLY.test(value);
+
+/**
+ * Refuses a given text with nothing visible in it — only whitespace or invisible characters such as U+200B
+ * (a schema's minLength counts them); absent or null is fine.
+ */
 export function rejectBlank(field: string, value: string | null | undefined) {
-  if (value != null && value.trim() === '') throw invalidRequest(`${field} must not be blank`);
+  if (value != null && isBlank(value)) throw invalidRequest(`${field} must not be blank`);
 }
 
 export const notFound = (what: string, id: string) => new ApiError('NOT_FOUND', `${what} ${id} not found`);

@@ -41,6 +41,8 @@ export const analyticsRepository = {
     const byName = dialect === 'postgres' ? sql`${sql.ref('topic')} collate "C"` : sql`${sql.ref('topic')}`;
     return createdIn(db.selectFrom('conversations').where('account_id', '=', accountId), range)
       .where('topic', 'is not', null)
+      // Never a nameless topic (conversations ended before labels kept non-Latin titles could hold "").
+      .where('topic', '!=', '')
       .select((eb) => ['topic', eb.fn.countAll<number>().as('count')])
       .groupBy('topic')
       .orderBy(sql`count(*)`, 'desc')

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { IdParams, responses } from '../../http/schemas.js';
-import { ContactBody, ConversationOnly, EscalateBody, SendMessageBody, SentMessages, StartConversationBody, StartedConversation } from './chat.schemas.js';
+import { ContactBody, ConversationOnly, EndBody, EscalateBody, SendMessageBody, SentMessages, StartConversationBody, StartedConversation } from './chat.schemas.js';
 
 export const chatRoutes =
   (ctx: AppContext): FastifyPluginAsyncTypebox =>
@@ -40,7 +40,7 @@ export const chatRoutes =
     });
     app.post('/chat/conversations/:id/end', {
       config,
-      schema: { tags, summary: 'End the conversation', params: IdParams, response: responses(200, ConversationOnly, [404]) },
+      schema: { tags, summary: 'End the conversation', params: IdParams, body: EndBody, response: responses(200, ConversationOnly, [404]) },
       handler: async (req) => ({ success: true as const, data: await svc.end(req.auth.accountId, req.params.id) }),
     });
   };

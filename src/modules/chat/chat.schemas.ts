@@ -35,6 +35,9 @@ export const EscalateBody = Type.Object(
 );
 export type EscalateBody = Static<typeof EscalateBody>;
 
+/** End takes no fields (CONTRACT §5: body "none"): no body, an empty body or `{}`; any field is refused by name. */
+export const EndBody = Type.Object({}, { additionalProperties: false, description: 'no fields; the body may be left out' });
+
 const Conversation = ConversationRecord;
 
 export const StartedConversation = Type.Object({ conversation: Conversation, messages: Type.Array(Message) });

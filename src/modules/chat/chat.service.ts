@@ -21,14 +21,23 @@ type ConversationRow = Selectable<ConversationsTable>;
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
 
-const slug = (s: string) =>
-  s
-    .toLowerCase()
+/**
+ * A document's label: its title in lower case, runs of anything but letters, digits and marks made single
+ * hyphens, in any script ("Доставка в Нарнию" → "доставка-в-нарнию"; Latin accents dropped: "Café" → "cafe"),
+ * at most 60 characters. A title with no letter or digit at all ("🚚 → 📦") is labelled by the document id, so a
+ * tag or topic is never "".
+ */
+export function documentLabel(title: string, id: string) {
+  const s = title
     .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60);
+    .replace(/(\p{Script=Latin})\p{M}+/gu, '$1')
+    .normalize('NFC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\p{M}]+/gu, '-')
+    .replace(/^-+|-+$/g, '');
+  const label = Array.from(s).slice(0, 60).join('').replace(/-+$/, '');
+  return /[\p{L}\p{N}]/u.test(label) ? label : id;
+}
 
 function countOf(items: string[]) {
   const counts = new Map<string, number>();
@@ -122,7 +131,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
   async function classify(conn: Kysely<DB>, c: ConversationRow, messages: MessagesTable[]) {
     const citations = messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : []));
     const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, [...new Set(citations)]);
-    const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, slug(d.title)] as const)]);
+    const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, documentLabel(d.title, d.id)] as const)]);
     const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
     const keywords = countOf(
       messages.flatMap((m) => (m.role === 'customer' ? words(m.content).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) : [])),
@@ -134,10 +143,16 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     return { topic, tags };
   }
 
-  /** Ends a conversation; with `idleBefore` (the idle sweeper), only if no message came in since that time. */
+  /**
+   * Ends a conversation; with `idleBefore` (the idle sweeper), only if no message came in since that time. The
+   * outcome, tags, topic and the event's messageCount are decided from the conversation row locked in this
+   * transaction (FOR UPDATE on PostgreSQL: a message in flight commits first, and its exchange is counted) and
+   * from the messages read after the lock, never from a row read before a concurrent send committed.
+   */
   async function end(accountId: string, id: string, idleBefore?: number) {
     return db.transaction().execute(async (trx) => {
-      const c = await load(trx, accountId, id);
+      const c = await repo.findLocked(trx, dialect, accountId, id);
+      if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null || (idleBefore !== undefined && c.last_message_at >= idleBefore)) return snapshot(trx, accountId, id);
       const at = Math.max(clock.now(), c.last_message_at);
       const messages = await repo.messages(trx, accountId, id);
@@ -166,6 +181,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
 
   return {
     async start(accountId: string, body: StartConversationBody) {
+      for (const f of ['customerId', 'customerLabel', 'persona'] as const) rejectBlank(`body.${f}`, body[f]);
       const metadata = body.metadata ?? {};
       if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw invalidRequest('body.metadata must be at most 16 KiB of JSON');
       const settings = await assistant.settings(accountId);
@@ -193,7 +209,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         escalated_at: null,
         ended_at: null,
       };
-      const greeting = assistantMessage(accountId, id, assistant.greetingText(settings), [], at, 1);
+      // The persona named at start speaks for this conversation (the account's greeting and tone, its name).
+      const greeting = assistantMessage(accountId, id, assistant.greetingText({ ...settings, name: row.persona ?? settings.name }), [], at, 1);
       return db.transaction().execute(async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
@@ -236,7 +253,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       } else if (replying) {
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
-        reply = await assistant.reply(accountId, content, history, settings);
+        // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
+        reply = await assistant.reply(accountId, content, history, { ...settings, name: c.persona ?? settings.name });
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
@@ -246,7 +264,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         if (!cur) throw notFound('conversation', id);
         if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
         const alreadyEscalated = cur.escalated_at !== null;
-        const contactEmail = alreadyEscalated && !cur.customer_email && email ? email : null;
+        // Once a person is involved, an email address the customer writes is their contact address — also one that
+        // corrects the address given before — not a question for the knowledge base.
+        const contactEmail = alreadyEscalated && email ? email : null;
+        const emailChanged = contactEmail !== null && contactEmail.toLowerCase() !== (cur.customer_email ?? '').toLowerCase();
         // The workflow's reply went out as is (not folded into the thank-you for contact details).
         const byWorkflow = replying && !contactEmail ? replying.id : null;
         // A workflow's reply handles the message as an answer from the knowledge base does.
@@ -256,7 +277,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         const fresh = await repo.recordExchange(trx, accountId, id, {
           answered,
-          streak: reply.kind === 'no_answer' ? 'increment' : answered ? 'reset' : 'keep',
+          streak: reply.kind === 'no_answer' && !contactEmail ? 'increment' : answered ? 'reset' : 'keep',
           at,
         });
         if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
@@ -266,6 +287,11 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         // The streak as this exchange left it (every message of the conversation counted).
         if (reply.kind === 'no_answer' && !alreadyEscalated && fresh.unanswered_streak >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
         const escalating = escalateWith !== null;
+        // An email address in the message that escalates ("a person please, I'm jo@acme.test") is the contact
+        // address: stored before the escalation, so its event carries it and the reply does not ask for it.
+        const escalatingEmail = escalating && email ? email : null;
+        const reachAt = escalatingEmail ?? cur.customer_email;
+        const ask = reachAt ? ` They will reply to ${reachAt}.` : " What's the best email address to reach you?";
         let text = reply.content;
         if (contactEmail) {
           text = `Thank you — a person from our team will reach you at ${contactEmail}.${reply.kind === 'answer' ? `\n\n${reply.content}` : ''}`;
@@ -276,8 +302,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
               : alreadyEscalated
                 ? 'A person from our team has already been asked to take over this conversation.'
                 : "Of course. I'm passing this conversation to a person from our team.";
-          const ask = cur.customer_email ? ` They will reply to ${cur.customer_email}.` : " What's the best email address to reach you?";
           text = lead + ask;
+        } else if (reply.kind === 'no_answer' && alreadyEscalated) {
+          // A person is already on the way: no offer to connect one.
+          text = `I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. A person from our team has already been asked to take over this conversation.${ask}`;
         }
 
         // Positions in the conversation: message_count counted both, under the row's lock.
@@ -289,13 +317,17 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
         const customerTexts = [...transcript.filter((m) => m.role === 'customer').map((m) => m.content), content];
         await workflows.fire(trx, fresh, triggered, customerTexts, at);
-        if (escalateWith) await escalateIn(trx, fresh, escalateWith, at);
-        if (contactEmail) await submitContact(trx, fresh, { email: contactEmail });
+        if (escalatingEmail) await repo.update(trx, accountId, id, { customer_email: escalatingEmail });
+        if (escalateWith) await escalateIn(trx, escalatingEmail ? { ...fresh, customer_email: escalatingEmail } : fresh, escalateWith, at);
+        // The same address again changes nothing and emits nothing.
+        if (contactEmail && emailChanged) await submitContact(trx, fresh, { email: contactEmail });
         return { messages: [toMessage(customerMsg), toMessage(assistantMsg)] };
       });
     },
 
     async contact(accountId: string, id: string, body: ContactBody) {
+      // A blank name would also replace the customer's label.
+      for (const f of ['name', 'phone', 'message'] as const) rejectBlank(`body.${f}`, body[f]);
       return db.transaction().execute(async (trx) => {
         const c = await load(trx, accountId, id);
         await submitContact(trx, c, body);

@@ -39,20 +39,20 @@ function check(body: { name?: string | undefined; triggers?: string[] | undefine
   rejectBlank('body.name', body.name);
   rejectBlank('body.reply', body.reply);
   body.triggers?.forEach((t, i) => {
-    rejectBlank(`body.triggers/${i}`, t);
+    rejectBlank(`body.triggers[${i}]`, t);
     const c = compileTrigger(t);
-    if (c.terms.length === 0 && c.phrase === '') throw invalidRequest(`body.triggers/${i} must contain a word`);
+    if (c.terms.length === 0 && c.phrase === '') throw invalidRequest(`body.triggers[${i}] must contain a word`);
   });
   const keys = new Set<string>();
   body.fields?.forEach((f, i) => {
-    if (keys.has(f.key)) throw invalidRequest(`body.fields/${i}/key "${f.key}" is used twice`);
+    if (keys.has(f.key)) throw invalidRequest(`body.fields[${i}].key "${f.key}" is used twice`);
     keys.add(f.key);
     if (f.type === 'pattern') {
-      if (f.pattern === undefined) throw invalidRequest(`body.fields/${i}/pattern is required when type is pattern`);
+      if (f.pattern === undefined) throw invalidRequest(`body.fields[${i}].pattern is required when type is pattern`);
       const problem = patternProblem(f.pattern);
-      if (problem) throw invalidRequest(`body.fields/${i}/pattern ${problem}`);
+      if (problem) throw invalidRequest(`body.fields[${i}].pattern ${problem}`);
     } else if (f.pattern !== undefined) {
-      throw invalidRequest(`body.fields/${i}/pattern is only allowed when type is pattern`);
+      throw invalidRequest(`body.fields[${i}].pattern is only allowed when type is pattern`);
     }
   });
 }

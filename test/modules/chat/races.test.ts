@@ -103,6 +103,37 @@ for (const dialect of DIALECTS) {
       assert.notDeepEqual(byId, sent);
     });
 
+    test('end racing in-flight messages decides from the row it locked: the event, outcome and tags match the stored conversation', async () => {
+      const faq = await t.request('POST', '/v1/faqs', { key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns', status: 'approved' } });
+      assert.equal(faq.status, 201, faq.text);
+      const endedEvent = async (conversationId: string) =>
+        (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', 'conversation.ended').execute())
+          .map((e) => JSON.parse(e.payload).data)
+          .filter((d) => d.conversationId === conversationId);
+      for (let round = 0; round < 6; round++) {
+        const id = await start();
+        const sends = parallel(6, () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'how long do refunds take?' } }));
+        // Let the sends reach their transactions, then end while some are still in flight.
+        await new Promise((r) => setTimeout(r, 5 + round * 4));
+        const ended = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key });
+        assert.equal(ended.status, 200, ended.text);
+        for (const r of await sends) assert.ok(r.status === 200 || r.status === 400, r.text);
+        const got = await t.request('GET', `/v1/conversations/${id}`, { key });
+        const conv = got.body.data;
+        const evs = await endedEvent(id);
+        assert.equal(evs.length, 1);
+        const answered = conv.messages.some((m: { role: string; sources?: string[] }) => m.role === 'assistant' && (m.sources ?? []).length > 0);
+        assert.equal(evs[0].messageCount, conv.messageCount, `round ${round}: event messageCount`);
+        assert.equal(conv.messageCount, conv.messages.length);
+        assert.equal(conv.outcome, answered ? 'resolved' : 'unresolved', `round ${round}: outcome`);
+        assert.equal(evs[0].status, conv.outcome);
+        assert.deepEqual(evs[0].tags, conv.tags);
+        const asked = conv.messages.some((m: { role: string }) => m.role === 'customer');
+        assert.equal(conv.tags.includes('unanswered'), asked && !answered, `round ${round}: tags ${conv.tags}`);
+        assert.equal(conv.tags.includes('returns'), answered, `round ${round}: tags ${conv.tags}`);
+      }
+    });
+
     test('parallel workflow creates with one slug: one 201, the others the 400 naming body.slug', async () => {
       const body = { slug: 'dup-slug', name: 'D', triggers: ['refund now'], fields: [] };
       const rs = await parallel(10, () => t.request('POST', '/v1/workflows', { key, body }));

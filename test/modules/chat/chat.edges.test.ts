@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runDemo } from '../../../src/cli/demo.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
+
+/** Edge cases of the chat channel found by the chat audit (invisible text, blanks, bodies, labels, contact). */
+for (const dialect of DIALECTS) {
+  describe(`chat channel edges (${dialect})`, () => {
+    let t: TestApp;
+    let accountId: string;
+    let key: string;
+    before(async () => {
+      t = await createTestApp(dialect, { fakeClock: true });
+      ({ accountId, key } = await t.account());
+      await runDemo(t.ctx, accountId);
+    });
+    after(() => t.close());
+
+    const start = async (body: Record<string, unknown> = {}) => {
+      const r = await t.request('POST', '/v1/chat/conversations', { key, body });
+      assert.equal(r.status, 201, r.text);
+      return r.body.data as { conversation: any; messages: any[] };
+    };
+    const send = (id: string, content: string) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content } });
+    const events = async (kind: string, conversationId: string) =>
+      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', kind).orderBy(insertionOrder(t.database.dialect)).execute())
+        .map((e) => JSON.parse(e.payload).data)
+        .filter((d) => d.conversationId === conversationId);
+    const refused = (r: { status: number; text: string; body: any }, message: string) => {
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error.code, 'INVALID_REQUEST');
+      assert.equal(r.body.error.message, message);
+    };
+
+    test('a message of only zero-width or invisible characters is refused like a blank one, and counts for nothing', async () => {
+      const { conversation } = await start();
+      for (const content of ['\u200b', '\u200b\u200b\u2060\ufeff', '\u200c\u200d', ' \u200b\n\t\u00a0\u3000', '\u00ad', '\ufe0f']) {
+        refused(await send(conversation.id, content), 'body.content must not be blank');
+      }
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.status, 'active');
+      assert.equal(g.body.data.conversation.messageCount, 1);
+      // Visible text with a zero-width character in it is a message.
+      const ok = await send(conversation.id, 'hello\u200b');
+      assert.equal(ok.status, 200, ok.text);
+    });
+
+    test('every "must not be blank" field refuses zero-width-only text (documents, FAQs, workflows)', async () => {
+      refused(await t.request('POST', '/v1/documents', { key, body: { title: '\u200b', content: 'Some content.' } }), 'body.title must not be blank');
+      refused(await t.request('POST', '/v1/faqs', { key, body: { question: '\u2060\ufeff', answer: 'a', category: 'c' } }), 'body.question must not be blank');
+      const w = await t.request('POST', '/v1/workflows', { key, body: { slug: 'zw', name: '\u200d', triggers: ['book a demo'], fields: [] } });
+      refused(w, 'body.name must not be blank');
+    });
+
+    test('an email address in the message that asks for a person is the contact address: the escalation carries it, no email is asked for', async () => {
+      const { conversation } = await start({ customerId: 'cus_e' });
+      const r = await send(conversation.id, 'I want to speak to a human, my email is jo@acme.test');
+      assert.equal(r.status, 200, r.text);
+      const reply = r.body.data.messages[1].content as string;
+      assert.equal(reply, "Of course. I'm passing this conversation to a person from our team. They will reply to jo@acme.test.");
+      const [esc, ...more] = await events('escalation', conversation.id);
+      assert.equal(more.length, 0);
+      assert.equal(esc.customerEmail, 'jo@acme.test');
+      assert.equal(esc.reason, 'customer_request');
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.customerEmail, 'jo@acme.test');
+    });
+
+    test('after escalating: no offer of a person, and an email (a correction too) is the contact address, not a question', async () => {
+      const { conversation } = await start();
+      const id = conversation.id;
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key })).status, 200);
+      const unknown = await send(id, 'do you deliver to mars?');
+      const text = unknown.body.data.messages[1].content as string;
+      assert.doesNotMatch(text, /Would you like me to connect you/);
+      assert.match(text, /already been asked to take over this conversation\. What's the best email address to reach you\?$/);
+
+      const first = await send(id, 'it is jo@acme.test');
+      assert.equal(first.body.data.messages[1].content, 'Thank you — a person from our team will reach you at jo@acme.test.');
+      const corrected = await send(id, 'actually use other@acme.test');
+      assert.equal(corrected.body.data.messages[1].content, 'Thank you — a person from our team will reach you at other@acme.test.');
+      const again = await send(id, 'other@acme.test');
+      assert.equal(again.body.data.messages[1].content, 'Thank you — a person from our team will reach you at other@acme.test.');
+      const subs = await events('escalation.submitted', id);
+      assert.deepEqual(subs.map((e) => e.customerEmail), ['jo@acme.test', 'other@acme.test'], 'the same address again emits nothing');
+      assert.ok(subs.every((e) => e.escalated === true));
+
+      const later = await send(id, 'do you deliver to the moon?');
+      assert.match(later.body.data.messages[1].content, /already been asked to take over this conversation\. They will reply to other@acme\.test\.$/);
+      const row = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.customer_email, 'other@acme.test');
+      assert.equal(row.unanswered_streak, 2, 'the two questions count; the three email messages do not');
+      assert.equal((await events('escalation', id)).length, 1);
+    });
+
+    test('blank customerId, customerLabel, persona and contact name, phone, message are refused naming the field', async () => {
+      for (const [body, field] of [
+        [{ customerId: '   ' }, 'customerId'],
+        [{ customerLabel: '\t' }, 'customerLabel'],
+        [{ persona: ' ' }, 'persona'],
+        [{ customerId: 'cus_ok', persona: '\u200b' }, 'persona'],
+      ] as const) {
+        refused(await t.request('POST', '/v1/chat/conversations', { key, body }), `body.${field} must not be blank`);
+      }
+      const { conversation } = await start({ customerLabel: 'Ada' });
+      for (const [extra, field] of [
+        [{ name: '   ' }, 'name'],
+        [{ phone: ' ' }, 'phone'],
+        [{ message: '  \n' }, 'message'],
+      ] as const) {
+        refused(await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', ...extra } }), `body.${field} must not be blank`);
+      }
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      assert.equal(g.body.data.conversation.customerLabel, 'Ada', 'the label was not overwritten');
+      assert.equal(g.body.data.conversation.customerEmail, null);
+      assert.equal((await events('escalation.submitted', conversation.id)).length, 0);
+      const ok = await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', name: 'Ada L.', phone: '+1 555 0100', message: 'call me' } });
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(ok.body.data.conversation.customerLabel, 'Ada L.');
+    });
+
+    test('end takes no fields: unknown ones are refused by name; no body, an empty body or {} end it', async () => {
+      const { conversation } = await start();
+      const path = `/v1/chat/conversations/${conversation.id}/end`;
+      refused(await t.request('POST', path, { key, body: { foo: 1 } }), 'body.foo is not a known field');
+      refused(await t.request('POST', path, { key, body: { reason: 'done' } }), 'body.reason is not a known field');
+      refused(await t.request('POST', path, { key, body: [] }), 'body must be of type object');
+      assert.equal((await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key })).body.data.conversation.endedAt, null, 'still open');
+      const bare = await t.request('POST', path, { key });
+      assert.equal(bare.status, 200, bare.text);
+      assert.notEqual(bare.body.data.conversation.endedAt, null);
+      for (const opts of [{ body: {} }, { raw: '', headers: { 'content-type': 'application/json' } }]) {
+        const { conversation: c } = await start();
+        const r = await t.request('POST', `/v1/chat/conversations/${c.id}/end`, { key, ...opts });
+        assert.equal(r.status, 200, r.text);
+        assert.notEqual(r.body.data.conversation.endedAt, null);
+      }
+    });
+
+    test('a document titled in another script gives a tag and topic in that script; a title without letters gives the document id; "" never reaches /analytics/topics', async () => {
+      const from = new Date(t.clock.now() - 1000).toISOString();
+      const doc = async (title: string, content: string) => {
+        const r = await t.request('POST', '/v1/documents', { key, body: { title, content, status: 'active' } });
+        assert.equal(r.status, 201, r.text);
+        return r.body.data.id as string;
+      };
+      await doc('Доставка в Нарнию', 'Unicorn courier delivery to Narnia takes twelve days and costs nothing for wardrobe members.');
+      const emojiId = await doc('🚚 → 📦', 'Zeppelin freight to Atlantis departs every other Thursday from the harbour.');
+      const cited = async (question: string) => {
+        const { conversation } = await start();
+        const r = await send(conversation.id, question);
+        assert.ok(r.body.data.messages[1].sources.length > 0, r.text);
+        const end = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key });
+        return end.body.data.conversation as { id: string; tags: string[]; topic: string };
+      };
+      const narnia = await cited('How long does unicorn courier delivery to Narnia take?');
+      assert.deepEqual(narnia.tags, ['доставка-в-нарнию']);
+      assert.equal(narnia.topic, 'доставка-в-нарнию');
+      const [ended] = await events('conversation.ended', narnia.id);
+      assert.deepEqual(ended.tags, ['доставка-в-нарнию']);
+      const atlantis = await cited('When does the zeppelin freight to Atlantis depart?');
+      assert.deepEqual(atlantis.tags, [emojiId]);
+      assert.equal(atlantis.topic, emojiId);
+
+      // A conversation stored with topic "" (ended before this fix) is left out of the topics.
+      await t.ctx.db.updateTable('conversations').set({ topic: '' }).where('id', '=', atlantis.id).execute();
+      const topics = await t.request('GET', `/v1/analytics/topics?from=${encodeURIComponent(from)}`, { key });
+      assert.equal(topics.status, 200, topics.text);
+      const names = topics.body.data.topics.map((x: { name: string }) => x.name);
+      assert.ok(names.includes('доставка-в-нарнию'), names.join(','));
+      assert.ok(!names.includes(''), names.join(','));
+    });
+
+    test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
+      const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
+      assert.equal(p.status, 200, p.text);
+      try {
+        const zed = await start({ persona: 'Zed' });
+        assert.equal(zed.conversation.persona, 'Zed');
+        assert.equal(zed.messages[0].content, 'Hey, Zed here.');
+        const hi = await send(zed.conversation.id, 'hello');
+        assert.match(hi.body.data.messages[1].content, /I'm Zed\b/);
+        assert.doesNotMatch(hi.body.data.messages[1].content, /Robin/);
+        const plain = await start();
+        assert.equal(plain.conversation.persona, 'Robin');
+        assert.equal(plain.messages[0].content, 'Hey, Robin here.');
+        assert.match((await send(plain.conversation.id, 'hello')).body.data.messages[1].content, /I'm Robin\b/);
+      } finally {
+        await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+      }
+    });
+  });
+}
