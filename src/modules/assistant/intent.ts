@@ -102,6 +102,13 @@ const FILLER = new Set([
   'talk', 'to', 'speak', 'with', 'yes', 'un', 'una', 'um', 'uma', 'ein', 'einen', 'een', 'real', 'live',
 ]);
 
+/**
+ * A request that the words just before it negate: "please do NOT transfer me to an agent", "I don't want to
+ * talk to a person". Only the words governing the request count, so "I'm not happy, get me a person" still asks.
+ */
+const NEGATED_BEFORE = /\b(?:do not|don't|dont|never|not|no need to)(?: (?:want|need|wish|ask) (?:you )?to)?(?: please)? $/;
+const GLOBAL_PATTERNS = PATTERNS.map((p) => new RegExp(p.source, 'g'));
+
 /** True when the customer explicitly asks for a human, in any common phrasing (English and 20-odd other languages). */
 export function detectHandoff(text: string): boolean {
   const t = clean(text);
@@ -110,7 +117,10 @@ export function detectHandoff(text: string): boolean {
   const tokens = t.split(' ').filter((w) => !FILLER.has(w));
   if (tokens.length > 0 && tokens.length <= 2 && SHORT_AGENT.has(tokens.join(' '))) return true;
   if (tokens.length === 1 && SHORT_AGENT.has(tokens[0]!)) return true;
-  return PATTERNS.some((p) => p.test(t));
+  for (const p of GLOBAL_PATTERNS) {
+    for (const m of t.matchAll(p)) if (!NEGATED_BEFORE.test(t.slice(0, m.index))) return true;
+  }
+  return false;
 }
 
 const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;

@@ -98,6 +98,25 @@ const NEGATIVE = [
   '배송은 얼마나 걸리나요',
 ];
 
+// A negated request is not one; a negation elsewhere in the message does not cancel a request.
+const NEGATED = [
+  'please do NOT transfer me to an agent, just answer the question',
+  "I don't want to talk to a person, where is my parcel?",
+  'no need to connect me with a human, I found it',
+  'never put me through to a supervisor again',
+];
+const STILL_ASKING = [
+  "I'm not happy with this, get me a person",
+  "I don't want to talk to a machine. Real person. Now.",
+  'this is not working, can I speak to someone',
+];
+for (const msg of NEGATED) {
+  test(`negated, not handoff: ${msg}`, () => assert.equal(detectHandoff(msg), false));
+}
+for (const msg of STILL_ASKING) {
+  test(`negation elsewhere, still handoff: ${msg}`, () => assert.equal(detectHandoff(msg), true));
+}
+
 for (const msg of POSITIVE) {
   test(`handoff: ${msg}`, () => assert.equal(detectHandoff(msg), true));
 }
