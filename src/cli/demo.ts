@@ -34,10 +34,28 @@ const FAQS = [
   { question: 'What size frame do I need?', answer: 'Measure your inseam and use the size chart on each product page; between sizes, pick the smaller frame.', category: 'sizing' },
 ];
 
+/**
+ * Loads the sample documents and FAQs into an account, skipping each one the account already has (a document
+ * with the same title, an FAQ with the same question, in any status), so running it again adds nothing.
+ * Answers how many it loaded and how many it skipped.
+ */
 export async function runDemo(ctx: AppContext, accountId: string) {
   const account = await ctx.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
   if (!account) throw new AccountsError(`account ${accountId} not found`);
-  for (const d of DOCUMENTS) await ctx.services.documents.create(accountId, { ...d, status: 'active' });
-  for (const f of FAQS) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' });
-  return { accountId, documents: DOCUMENTS.length, faqs: FAQS.length };
+  const [docRows, faqRows] = await Promise.all([
+    ctx.db.selectFrom('documents').select('title').where('account_id', '=', accountId).where('title', 'in', DOCUMENTS.map((d) => d.title)).execute(),
+    ctx.db.selectFrom('faqs').select('question').where('account_id', '=', accountId).where('question', 'in', FAQS.map((f) => f.question)).execute(),
+  ]);
+  const haveTitles = new Set(docRows.map((r) => r.title));
+  const haveQuestions = new Set(faqRows.map((r) => r.question));
+  const docs = DOCUMENTS.filter((d) => !haveTitles.has(d.title));
+  const faqs = FAQS.filter((f) => !haveQuestions.has(f.question));
+  for (const d of docs) await ctx.services.documents.create(accountId, { ...d, status: 'active' });
+  for (const f of faqs) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' });
+  return {
+    accountId,
+    documents: docs.length,
+    faqs: faqs.length,
+    skipped: { documents: DOCUMENTS.length - docs.length, faqs: FAQS.length - faqs.length },
+  };
 }

@@ -15,9 +15,11 @@ Usage:
   parley serve [--no-worker]          API (and, unless --no-worker, the background worker)
   parley worker                       background worker only (webhook deliveries, timers)
   parley migrate                      apply database migrations
-  parley init [--name NAME] [--plan pro]
-                                      create a first account and a server key (printed once)
-  parley demo --account ID            load a sample knowledge base into an account
+  parley init [--name NAME] [--plan pro] [--force]
+                                      create a first account and a server key (printed once);
+                                      refused once an account exists, unless --force
+  parley demo --account ID            load a sample knowledge base into an account (what the
+                                      account already has, by title or question, is skipped)
   parley accounts create --name NAME --plan free|pro|business|enterprise
                          [--rate-limit-minute N --rate-limit-day N]
   parley accounts list
@@ -67,6 +69,7 @@ export async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
       'no-worker': { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
       name: { type: 'string' },
       plan: { type: 'string' },
       'rate-limit-minute': { type: 'string' },
@@ -126,6 +129,16 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError('parley init creates a server key, which needs the pro plan or above; for a free account use `parley accounts create --plan free` and `parley keys create --type public`');
       }
       return withContext(config, async (ctx) => {
+        // init sets up the first account; run again (a setup script, a second try) it must not make another.
+        const existing = await ctx.services.accounts.listAccounts();
+        if (existing.length > 0 && !values.force) {
+          const first = existing[existing.length - 1]!;
+          throw new UsageError(
+            `this database already has ${existing.length === 1 ? 'an account' : `${existing.length} accounts`} (${first.id}, ${first.name}${existing.length > 1 ? ', …' : ''}); ` +
+              `nothing was created. parley init only sets up the first one: use \`parley keys create --account ${first.id}\` for a new key, ` +
+              '`parley accounts create` for another account, or `parley init --force` to create one anyway',
+          );
+        }
         const account = await ctx.services.accounts.createAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' });
         const key = await ctx.services.accounts.createKey({ accountId: account.id });
         out(
@@ -141,7 +154,12 @@ export async function main(argv: string[]): Promise<number> {
       const accountId = values.account;
       return withContext(config, async (ctx) => {
         const loaded = await runDemo(ctx, accountId);
-        out(loaded, `Loaded ${loaded.documents} documents and ${loaded.faqs} FAQs into ${accountId}.`);
+        const { skipped } = loaded;
+        const note =
+          skipped.documents + skipped.faqs > 0
+            ? `\nSkipped ${skipped.documents} documents and ${skipped.faqs} FAQs the account already has (same title or question).`
+            : '';
+        out(loaded, `Loaded ${loaded.documents} documents and ${loaded.faqs} FAQs into ${accountId}.${note}`);
         return 0;
       });
     }

@@ -289,29 +289,41 @@ export function cliSuite(dialect: DialectName) {
       assert.match(unknown.stderr, /key key_nope not found/);
     });
 
-    test('init creates an account and a server key, printed once, that works over HTTP', async () => {
-      const r = await cli(['init', '--name', 'Init Co', '--json'], env);
-      assert.equal(r.code, 0, r.stderr);
-      const out = oneJson(r);
-      assert.equal(out.account.name, 'Init Co');
-      assert.equal(out.account.plan, 'pro');
-      assert.match(out.key.key, /^sk_/);
-      const text = await cli(['init'], env);
-      assert.equal(text.code, 0);
-      assert.match(text.stdout, /shown once/);
-      assert.match(text.stdout, /curl -H "Authorization: Bearer sk_/);
-      const s = await startServe(env);
+    test('init creates an account and a server key, printed once, that works over HTTP; again it refuses unless --force', async () => {
+      // Its own empty database: the suite's has accounts by now, and init behaves differently on an empty one.
+      const own = await freshDatabase(dialect);
+      const e = { DATABASE_URL: own.url };
       try {
-        assert.doesNotMatch(s.stderr(), /no account yet/, 'no hint once accounts exist');
-        const res = await fetch(`${s.url}/v1/faqs`, { headers: { authorization: `Bearer ${out.key.key}` } });
-        assert.equal(res.status, 200);
+        const r = await cli(['init', '--name', 'Init Co', '--json'], e);
+        assert.equal(r.code, 0, r.stderr);
+        const out = oneJson(r);
+        assert.equal(out.account.name, 'Init Co');
+        assert.equal(out.account.plan, 'pro');
+        assert.match(out.key.key, /^sk_/);
+        // Run again: refused, nothing created, and told what to use instead.
+        const again = await cli(['init', '--json'], e);
+        assert.equal(again.code, 2, again.stderr);
+        assert.match(oneJson(again).error, new RegExp(`already has an account \\(${out.account.id}, Init Co\\); nothing was created.*--force`));
+        assert.equal(oneJson(await cli(['accounts', 'list', '--json'], e)).accounts.length, 1);
+        const text = await cli(['init', '--force'], e);
+        assert.equal(text.code, 0, text.stderr);
+        assert.match(text.stdout, /shown once/);
+        assert.match(text.stdout, /curl -H "Authorization: Bearer sk_/);
+        const s = await startServe(e);
+        try {
+          assert.doesNotMatch(s.stderr(), /no account yet/, 'no hint once accounts exist');
+          const res = await fetch(`${s.url}/v1/faqs`, { headers: { authorization: `Bearer ${out.key.key}` } });
+          assert.equal(res.status, 200);
+        } finally {
+          await s.stop();
+        }
       } finally {
-        await s.stop();
+        await own.cleanup();
       }
     });
 
     test('SIGTERM with a request stuck in flight still ends the process, after the 10 s deadline', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const out = oneJson(await cli(['init', '--json'], env));
+      const out = oneJson(await cli(['init', '--force', '--json'], env));
       // A receiver that never answers, and a test send (which waits for its delivery) stuck on it.
       const sockets: import('node:net').Socket[] = [];
       const silent = createServer((socket) => void sockets.push(socket));
@@ -340,11 +352,14 @@ export function cliSuite(dialect: DialectName) {
       }
     });
 
-    test('demo loads a sample knowledge base', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const out = oneJson(await cli(['init', '--json'], env));
+    test('demo loads a sample knowledge base; run again it skips what the account has', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
+      const out = oneJson(await cli(['init', '--force', '--json'], env));
       const r = await cli(['demo', '--account', out.account.id, '--json'], env);
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6 });
+      assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+      const again = await cli(['demo', '--account', out.account.id], env);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /^Loaded 0 documents and 0 FAQs into acct_\w+\.\nSkipped 4 documents and 6 FAQs the account already has/);
       const missing = await cli(['demo', '--account', 'acct_nope', '--json'], env);
       assert.equal(missing.code, 2, missing.stderr);
       assert.deepEqual(oneJson(missing), { error: 'account acct_nope not found' });

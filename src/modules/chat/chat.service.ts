@@ -7,6 +7,7 @@ import { newId } from '../../lib/ids.js';
 import type { AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import { detectHandoff } from '../assistant/intent.js';
+import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
@@ -37,6 +38,21 @@ export function documentLabel(title: string, id: string) {
     .replace(/^-+|-+$/g, '');
   const label = Array.from(s).slice(0, 60).join('').replace(/-+$/, '');
   return /[\p{L}\p{N}]/u.test(label) ? label : id;
+}
+
+/**
+ * A customer message as topic keywords see it: markup taken out (the whole of a script or style element, the
+ * other tags and comments, character references), and email addresses and URLs too, so `<script>` or
+ * `jo@acme.test` never becomes a topic. Messages are at most 4,000 characters, which bounds the scans.
+ */
+export function topicText(text: string) {
+  return text
+    .replace(/<(script|style)\b[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi, ' ')
+    .replace(/<!--[\s\S]*?(?:-->|$)/g, ' ')
+    .replace(/<\/?[a-z][^<>]*>/gi, ' ')
+    .replace(/&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi, ' ')
+    .replace(new RegExp(EMAIL_IN_TEXT.source, 'g'), ' ')
+    .replace(/\b(?:https?:\/\/|www\.)\S*/gi, ' ');
 }
 
 function countOf(items: string[]) {
@@ -127,19 +143,24 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     });
   }
 
-  /** Tags and topic from what the assistant cited; the customer's main keyword when it cited nothing. */
+  /**
+   * Tags and topic from what the assistant cited; the customer's main keyword when it cited nothing. Only
+   * questions (`isKnowledgeQuestion`: not a request for a person, small talk or contact details) give keywords,
+   * and `unanswered` means what the rundowns count: a question whose reply cited nothing and was not a workflow's.
+   */
   async function classify(conn: Kysely<DB>, c: ConversationRow, messages: MessagesTable[]) {
     const citations = messages.flatMap((m) => (m.role === 'assistant' && m.sources ? (JSON.parse(m.sources) as string[]) : []));
     const { faqs, docs } = await assistant.labelsOf(conn, c.account_id, [...new Set(citations)]);
     const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, documentLabel(d.title, d.id)] as const)]);
     const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
-    const keywords = countOf(
-      messages.flatMap((m) => (m.role === 'customer' ? words(m.content).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w)) : [])),
-    );
+    // Messages come in conversation order (seq): a customer message's reply is the message after it.
+    const questions = messages.flatMap((m, i) => (m.role === 'customer' && isKnowledgeQuestion(m.content, m.created_at, c.escalated_at) ? [{ m, reply: messages[i + 1] }] : []));
+    const keywords = countOf(questions.flatMap(({ m }) => words(topicText(m.content)).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w))));
     const topic = mostFrequent(cited) ?? mostFrequent(keywords);
     const tags = [...cited.keys()].sort();
     if (c.escalated_at !== null) tags.push('escalated');
-    if (c.answered_count === 0 && messages.some((m) => m.role === 'customer')) tags.push('unanswered');
+    const uncited = (r: MessagesTable | undefined) => r?.role === 'assistant' && (r.sources === null || r.sources === '[]') && r.workflow_id === null;
+    if (questions.some(({ reply }) => uncited(reply))) tags.push('unanswered');
     return { topic, tags };
   }
 

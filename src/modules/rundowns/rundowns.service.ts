@@ -7,8 +7,7 @@ import { newId } from '../../lib/ids.js';
 import { parseIsoInstant } from '../../lib/iso-time.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
-import { detectHandoff, smallTalkKind } from '../assistant/intent.js';
-import { EMAIL_IN_TEXT } from '../assistant/text.js';
+import { isKnowledgeQuestion, normaliseQuestion } from '../assistant/questions.js';
 import type { FaqsService } from '../faqs/faqs.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import { rundownsRepository as repo, type Period } from './rundowns.repository.js';
@@ -30,15 +29,8 @@ export const SUGGESTED_CATEGORY = 'suggested';
  */
 export const PLACEHOLDER_ANSWER = 'TBD';
 
-/** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
-export function normaliseQuestion(text: string): string {
-  return text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/\s+/g, ' ')
-    .trim()
-    .replace(/[\s\p{P}]+$/u, '');
-}
+// Shared with the chat's `unanswered` tag; exported here as before.
+export { normaliseQuestion };
 
 interface UnansweredGroup {
   key: string;
@@ -48,18 +40,17 @@ interface UnansweredGroup {
 }
 
 /**
- * Groups the uncited questions by normalised text. Requests for a person, small talk ("thanks", "bye") and
- * an email address written after the conversation was escalated (the chat captures it as contact details)
- * are not questions the knowledge base could have answered, so they are not counted.
+ * Groups the uncited questions by normalised text. Requests for a person, small talk ("thanks", "bye"), a
+ * message that only gives an email address and an email address written after the conversation was escalated
+ * (the chat captures it as contact details) are not questions the knowledge base could have answered, so they
+ * are not counted (`isKnowledgeQuestion`, the rule the conversation's `unanswered` tag uses too).
  */
 export function groupUnanswered(rows: readonly { content: string; created_at: number; escalated_at: number | null }[]) {
   const groups = new Map<string, { count: number; lastAskedAt: number; wordings: Map<string, { n: number; last: number }> }>();
   let total = 0;
   for (const r of rows) {
-    if (detectHandoff(r.content) || smallTalkKind(r.content) !== undefined) continue;
-    if (r.escalated_at !== null && r.escalated_at <= r.created_at && EMAIL_IN_TEXT.test(r.content)) continue;
+    if (!isKnowledgeQuestion(r.content, r.created_at, r.escalated_at)) continue;
     const key = normaliseQuestion(r.content);
-    if (key === '') continue;
     total++;
     const at = r.created_at;
     const g = groups.get(key) ?? { count: 0, lastAskedAt: at, wordings: new Map() };

@@ -172,6 +172,48 @@ for (const dialect of DIALECTS) {
       assert.ok(!names.includes(''), names.join(','));
     });
 
+    test('the unanswered tag is the rundown rule (no hand-off, small talk or contact details); topics skip them and markup', async () => {
+      // Its own account, so its rundown holds only these conversations.
+      const own = await t.account();
+      await runDemo(t.ctx, own.accountId);
+      const from = new Date(t.clock.now() - 1000).toISOString();
+      const converse = async (...contents: string[]) => {
+        const r0 = await t.request('POST', '/v1/chat/conversations', { key: own.key, body: {} });
+        const id = r0.body.data.conversation.id as string;
+        const sources: string[][] = [];
+        for (const content of contents) {
+          const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: own.key, body: { content } });
+          assert.equal(r.status, 200, r.text);
+          sources.push(r.body.data.messages[1].sources);
+        }
+        const end = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: own.key });
+        const c = end.body.data.conversation as { id: string; tags: string[]; topic: string | null; outcome: string };
+        return { tags: c.tags, topic: c.topic, outcome: c.outcome, sources };
+      };
+      const human = await converse('I want to talk to a human');
+      assert.deepEqual([human.tags, human.topic], [['escalated'], null]);
+      const smallTalk = await converse('hello', 'thanks');
+      assert.deepEqual([smallTalk.tags, smallTalk.topic, smallTalk.outcome], [[], null, 'unresolved']);
+      const email = await converse('my email is jo@acme.test');
+      assert.deepEqual([email.tags, email.topic], [[], null]);
+      // Unstripped, "script" would be the most frequent word (four tags) and "alert" the next.
+      const markup = await converse('<script>alert(1)</script><script>alert(2)</script> <b>saxophone</b>: saxophone reeds?');
+      assert.deepEqual(markup.sources, [[]], 'precondition: nothing cited');
+      assert.deepEqual([markup.tags, markup.topic], [['unanswered'], 'saxophone']);
+      // One question answered and one not: the conversation has an unanswered question, as the rundown says.
+      const mixed = await converse('How long do refunds take?', 'Do you sell saxophone reeds?');
+      assert.ok(mixed.sources[0]!.length > 0 && mixed.sources[1]!.length === 0, 'precondition: first cited, second not');
+      assert.deepEqual([mixed.tags, mixed.topic, mixed.outcome], [['returns', 'unanswered'], 'returns', 'resolved']);
+
+      const rd = await t.request('POST', '/v1/rundowns', { key: own.key, body: { from, to: new Date(t.clock.now() + 1000).toISOString() } });
+      assert.equal(rd.status, 201, rd.text);
+      assert.equal(rd.body.data.figures.unansweredQuestions, 2);
+      assert.deepEqual(rd.body.data.unanswered.map((u: { question: string }) => u.question).sort(), [
+        '<script>alert(1)</script><script>alert(2)</script> <b>saxophone</b>: saxophone reeds?',
+        'Do you sell saxophone reeds?',
+      ]);
+    });
+
     test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
       const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
       assert.equal(p.status, 200, p.text);

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runDemo } from '../../src/cli/demo.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
+
+// `parley demo` in process (the CLI suite runs the command itself): what a second run leaves in the database.
+for (const dialect of DIALECTS) {
+  describe(`demo knowledge base (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await createTestApp(dialect);
+    });
+    after(() => t.close());
+
+    const count = async (table: 'documents' | 'faqs', accountId: string) =>
+      Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow()).n);
+
+    test('a second run adds nothing; what the account already has (same title or question, any status) is skipped', async () => {
+      const { accountId, key } = await t.account();
+      // The owner already wrote one of the sample FAQs (as a draft) and one document: both are left alone.
+      const faq = await t.request('POST', '/v1/faqs', { key, body: { question: 'How do I track my order?', answer: 'Ask us.', category: 'shipping', status: 'draft' } });
+      assert.equal(faq.status, 201, faq.text);
+      const doc = await t.request('POST', '/v1/documents', { key, body: { title: 'Warranty', content: 'Our own warranty text.' } });
+      assert.equal(doc.status, 201, doc.text);
+      assert.deepEqual(await runDemo(t.ctx, accountId), { accountId, documents: 3, faqs: 5, skipped: { documents: 1, faqs: 1 } });
+      assert.deepEqual(await runDemo(t.ctx, accountId), { accountId, documents: 0, faqs: 0, skipped: { documents: 4, faqs: 6 } });
+      assert.equal(await count('documents', accountId), 4);
+      assert.equal(await count('faqs', accountId), 6);
+      const own = await t.request('GET', `/v1/faqs/${faq.body.data.id}`, { key });
+      assert.equal(own.body.data.answer, 'Ask us.', 'the owner\'s FAQ is not overwritten');
+      // Another account gets its own copy.
+      const other = await t.account();
+      assert.deepEqual(await runDemo(t.ctx, other.accountId), { accountId: other.accountId, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+    });
+  });
+}
