@@ -112,6 +112,11 @@ export const NO_ANSWER_TEXT =
   "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. Would you like me to connect you with a person from our team?";
 export const HANDOFF_TEXT = "Of course. I'm passing this conversation to a person from our team; they'll reply here as soon as they can.";
 
+/** True when an assistant message ended by offering to connect a person (so a plain "yes" accepts it). */
+export function offersPerson(content: string): boolean {
+  return /would you like me to connect you with a person/i.test(content);
+}
+
 /** True when a reply text is the "don't know / offer a person" reply (for evaluation and analytics). */
 export function isNoAnswerText(content: string): boolean {
   return /don'?t know|couldn'?t find|connect you with a person/i.test(content);

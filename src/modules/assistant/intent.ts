@@ -123,6 +123,15 @@ export function detectHandoff(text: string): boolean {
   return false;
 }
 
+/** "yes please", "sure", "ok go ahead", "oui": a plain yes, in a few languages, and nothing else. */
+const AFFIRMATIVE =
+  /^(?:yes|yeah|yep|yup|ya|yea|sure|ok|okay|please|absolutely|definitely|of course|go ahead|please do|do it|si|oui|ja|sim|tak|yes i would|i would|that would be (?:great|good|nice|helpful))(?: (?:yes|please|pls|thanks|thank you|sure|go ahead|do|that would be (?:great|good|nice|helpful)|por favor|s'il vous plait|bitte))*$/;
+
+/** True when the message is only a yes (to answer the assistant's offer to connect a person). */
+export function isAffirmative(text: string): boolean {
+  return AFFIRMATIVE.test(clean(text));
+}
+
 const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;
 const THANKS = /^(?:(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)(?: (?:so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*)$/;
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;

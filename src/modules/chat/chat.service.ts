@@ -4,9 +4,9 @@ import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { AssistantAnswer } from '../assistant/answerer.js';
+import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
-import { detectHandoff } from '../assistant/intent.js';
+import { detectHandoff, isAffirmative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
@@ -265,7 +265,9 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       // decided inside the transaction, from the conversation row locked there, so concurrent messages cannot
       // each escalate, or each miss the second unanswered question.
       let reply: AssistantAnswer;
-      const handoff = detectHandoff(content);
+      // "yes please" right after the assistant offered a person accepts the offer: a request for a person.
+      const lastReply = transcript.findLast((m) => m.role === 'assistant');
+      const handoff = detectHandoff(content) || (lastReply !== undefined && offersPerson(lastReply.content) && isAffirmative(content));
       // A workflow that has its own reply answers the message in place of the knowledge base; a request for a
       // person comes first.
       const replying = handoff ? undefined : triggered.find((w) => w.reply !== null);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { detectHandoff, isGreetingOrSmallTalk, smallTalkKind } from '../../../src/modules/assistant/intent.js';
+import { detectHandoff, isAffirmative, isGreetingOrSmallTalk, smallTalkKind } from '../../../src/modules/assistant/intent.js';
 
 const POSITIVE = [
   'talk to a person',
@@ -123,6 +123,11 @@ for (const msg of POSITIVE) {
 for (const msg of NEGATIVE) {
   test(`not handoff: ${msg}`, () => assert.equal(detectHandoff(msg), false));
 }
+
+test('a plain yes is affirmative; a yes with a question or a no is not', () => {
+  for (const m of ['yes', 'Yes please!', 'yeah sure', 'ok go ahead', 'please do', 'that would be great, thanks', 'oui', 'sí por favor']) assert.equal(isAffirmative(m), true, m);
+  for (const m of ['yes, but where is my order?', 'no thanks', 'not yet', 'yes I want a refund', '']) assert.equal(isAffirmative(m), false, m);
+});
 
 test('small talk', () => {
   assert.equal(smallTalkKind('Hi!'), 'greeting');

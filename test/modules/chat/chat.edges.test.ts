@@ -214,6 +214,28 @@ for (const dialect of DIALECTS) {
       ]);
     });
 
+    test('"yes please" to the offer of a person is a request for one; a yes without the offer is not', async () => {
+      const { conversation } = await start({ customerId: 'cus_yes' });
+      const q = await send(conversation.id, 'can I pay for my order with bitcoin or dogecoin from my hardware wallet?');
+      assert.equal(q.status, 200, q.text);
+      assert.match(q.body.data.messages[1].content, /Would you like me to connect you with a person/);
+      const yes = await send(conversation.id, 'Yes please!');
+      assert.equal(yes.status, 200, yes.text);
+      assert.match(yes.body.data.messages[1].content, /^Of course\. I'm passing this conversation to a person/);
+      const escalations = await events('escalation', conversation.id);
+      assert.equal(escalations.length, 1);
+      assert.equal(escalations[0].reason, 'customer_request');
+      // The yes is not an unanswered question: not in the tags' count, nor a rundown's list.
+      const ended = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key });
+      assert.equal(ended.status, 200, ended.text);
+
+      // Without the offer just before it, a yes is an ordinary message.
+      const other = await start({ customerId: 'cus_yes2' });
+      const plain = await send(other.conversation.id, 'yes');
+      assert.equal(plain.status, 200, plain.text);
+      assert.equal((await events('escalation', other.conversation.id)).length, 0);
+    });
+
     test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
       const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
       assert.equal(p.status, 200, p.text);
