@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { patternRule } from './schemas.js';
 
 /** The closed set of error codes (spec "Errors") and the one place that maps each to its HTTP status. */
 export const ERROR_STATUS = {
@@ -61,14 +62,6 @@ interface AjvError {
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 
 /** Turns the first validation error into a sentence that names the field and the rule it broke. */
-
-/** The rule behind each schema pattern, in words: "has an invalid format" tells a client nothing. */
-const PATTERN_RULES: Record<string, string> = {
-  '^[a-z0-9]+(-[a-z0-9]+)*$': 'must be a slug: lowercase letters and digits in groups joined by single hyphens (e.g. "shipping-returns")',
-  '^[A-Za-z][A-Za-z0-9_]*$': 'must start with a letter and contain only letters, digits and underscores',
-  '^[a-z0-9_.-]+$': 'must contain only lowercase letters, digits, "_", "." and "-"',
-};
-
 export function describeValidation(errors: AjvError[], context: string | undefined): string {
   const part = PART_NAMES[context ?? 'body'] ?? 'body';
   const e = errors.find((x) => x.keyword !== 'anyOf' && x.keyword !== 'if') ?? errors[0];
@@ -110,7 +103,7 @@ export function describeValidation(errors: AjvError[], context: string | undefin
     case 'const':
       return `${field()} must be ${JSON.stringify(p.allowedValue)}`;
     case 'pattern':
-      return `${field()} ${PATTERN_RULES[String(p.pattern)] ?? `must match ${String(p.pattern)}`}`;
+      return `${field()} ${patternRule(String(p.pattern)) ?? `must match ${String(p.pattern)}`}`;
     case 'minProperties':
       return `${field()} must contain at least one field`;
     default:

@@ -4,6 +4,19 @@ import { Type, type TSchema } from 'typebox';
 export const StringEnum = <const T extends readonly string[]>(values: T, opts: Record<string, unknown> = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...opts });
 
+/**
+ * The text patterns the schemas use, each with its rule in words: a value that fails one is refused with the rule
+ * (describeValidation in errors.ts), not with "has an invalid format" or the regular expression.
+ */
+export const TEXT_PATTERNS = {
+  slug: { pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', rule: 'must be a slug: lowercase letters and digits in groups joined by single hyphens (e.g. "shipping-returns")' },
+  identifier: { pattern: '^[A-Za-z][A-Za-z0-9_]*$', rule: 'must start with a letter and contain only letters, digits and underscores' },
+  code: { pattern: '^[a-z0-9_.-]+$', rule: 'must contain only lowercase letters, digits, "_", "." and "-"' },
+} as const;
+
+/** The rule in words behind a schema pattern, when it is one of TEXT_PATTERNS. */
+export const patternRule = (pattern: string): string | undefined => Object.values(TEXT_PATTERNS).find((p) => p.pattern === pattern)?.rule;
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { TEXT_PATTERNS } from '../../http/schemas.js';
 import { ConversationRecord, Message } from '../conversations/conversations.schemas.js';
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -30,7 +31,7 @@ export const ContactBody = Type.Object(
 export type ContactBody = Static<typeof ContactBody>;
 
 export const EscalateBody = Type.Object(
-  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9_.-]+$', description: 'e.g. customer_request' })) },
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: TEXT_PATTERNS.code.pattern, description: 'e.g. customer_request' })) },
   { additionalProperties: false },
 );
 export type EscalateBody = Static<typeof EscalateBody>;

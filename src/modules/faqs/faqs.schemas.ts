@@ -1,8 +1,8 @@
 import { Type, type Static } from 'typebox';
-import { PageQuery, StringEnum, Timestamp } from '../../http/schemas.js';
+import { PageQuery, StringEnum, TEXT_PATTERNS, Timestamp } from '../../http/schemas.js';
 
 export const FAQ_STATUSES = ['approved', 'pending', 'draft'] as const;
-export const CATEGORY_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
+export const CATEGORY_PATTERN = TEXT_PATTERNS.slug.pattern;
 
 const Question = Type.String({ minLength: 1, maxLength: 1_000 });
 const Answer = Type.String({ minLength: 1, maxLength: 20_000 });

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { PageQuery, StringEnum, Timestamp } from '../../http/schemas.js';
+import { PageQuery, StringEnum, TEXT_PATTERNS, Timestamp } from '../../http/schemas.js';
 import { CATEGORY_PATTERN } from '../faqs/faqs.schemas.js';
 
 export const FIELD_TYPES = ['email', 'phone', 'number', 'text', 'pattern'] as const;
@@ -14,7 +14,7 @@ const Triggers = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
 });
 export const Field = Type.Object(
   {
-    key: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z][A-Za-z0-9_]*$', description: 'name in `extracted`; its words ("orderNumber" → "order number") label a value in the conversation' }),
+    key: Type.String({ minLength: 1, maxLength: 64, pattern: TEXT_PATTERNS.identifier.pattern, description: 'name in `extracted`; its words ("orderNumber" → "order number") label a value in the conversation' }),
     type: StringEnum(FIELD_TYPES),
     pattern: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'RE2 regular expression (linear time: no back-references or look-arounds), case-insensitive, required for type pattern (first capture group, else the whole match)' })),
   },
