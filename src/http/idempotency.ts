@@ -124,15 +124,16 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
 }
 
+/** The hash both fingerprints share: method, path with query, then the body's text. */
+const fingerprintOf = (method: string, url: string, bodyText: string) =>
+  createHash('sha256').update(`${method} ${url}\n`).update(bodyText).digest('hex');
+
 /**
  * What makes two requests "the same request": method, path with query, and the parsed body, its object keys
  * in sorted order (the order a client serialises them in carries no meaning).
  */
 export function requestFingerprint(method: string, url: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${url}\n`)
-    .update(canonicalJson(body ?? null))
-    .digest('hex');
+  return fingerprintOf(method, url, canonicalJson(body ?? null));
 }
 
 /**
@@ -141,10 +142,7 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
  * removable once no key older than the canonical fingerprint can remain (24 h after the upgrade).
  */
 function legacyFingerprint(method: string, url: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${url}\n`)
-    .update(JSON.stringify(body ?? null))
-    .digest('hex');
+  return fingerprintOf(method, url, JSON.stringify(body ?? null));
 }
 
 /** How many times a header was sent: Node joins a repeated custom header into one "a, b" value. */
