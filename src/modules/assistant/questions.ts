@@ -3,7 +3,7 @@
  * questions and for the conversation's `unanswered` tag and topic keywords, so the two never disagree.
  */
 import { detectHandoff, isAffirmative, smallTalkKind } from './intent.js';
-import { EMAIL_IN_TEXT, STOPWORDS, words } from './text.js';
+import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from './text.js';
 
 /** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
 export function normaliseQuestion(text: string): string {
@@ -15,21 +15,20 @@ export function normaliseQuestion(text: string): string {
     .replace(/[\s\p{P}]+$/u, '');
 }
 
-const EMAILS = new RegExp(EMAIL_IN_TEXT.source, 'g');
 /** Words that come with an address given as contact details: "my email is …", "reach me at …", "use … instead". */
 const CONTACT_WORDS = new Set(['email', 'mail', 'e', 'address', 'contact', 'reach', 'use', 'instead', 'at', 'via', 'on', 'here', 'new', 'correct', 'updated']);
 
 /** A message that gives an email address and nothing else ("jo@acme.test", "my email is jo@acme.test"). */
 export function onlyGivesEmail(text: string): boolean {
   if (!EMAIL_IN_TEXT.test(text)) return false;
-  return words(text.replace(EMAILS, ' ')).every((w) => STOPWORDS.has(w) || CONTACT_WORDS.has(w));
+  return words(text.replace(EMAILS_IN_TEXT, ' ')).every((w) => STOPWORDS.has(w) || CONTACT_WORDS.has(w));
 }
 
 /**
- * False for what no article could answer: a request for a person, small talk ("hello", "thanks", "bye"), a
- * plain yes (the answer to the offer of a person), a
- * message that only gives an email address, a message with an email address sent once the conversation was
- * escalated (the chat takes it as contact details), and a message with nothing left once normalised ("???").
+ * False for what no article could answer: a request for a person, small talk ("hello", "thanks", "bye"), a plain
+ * yes (the answer to the offer of a person), a message that only gives an email address, a message with an email
+ * address sent once the conversation was escalated (the chat takes it as contact details), and a message with
+ * nothing left once normalised ("???").
  */
 export function isKnowledgeQuestion(content: string, sentAt: number, escalatedAt: number | null): boolean {
   if (detectHandoff(content) || smallTalkKind(content) !== undefined || isAffirmative(content) || onlyGivesEmail(content)) return false;

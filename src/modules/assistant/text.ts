@@ -9,6 +9,8 @@
 
 /** An email address inside free text (the chat takes one as contact details; workflows extract it). */
 export const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
+/** Every email address in a text (global: for replace, never for a stateful test/exec). */
+export const EMAILS_IN_TEXT = new RegExp(EMAIL_IN_TEXT.source, 'g');
 
 /** Lower-case, strip diacritics, unify quotes/dashes, collapse whitespace. */
 export function normalize(text: string): string {

@@ -8,7 +8,7 @@ import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import { detectHandoff, isAffirmative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
-import { EMAIL_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
+import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import type { WorkflowsService } from '../workflows/workflows.service.js';
@@ -51,7 +51,7 @@ export function topicText(text: string) {
     .replace(/<!--[\s\S]*?(?:-->|$)/g, ' ')
     .replace(/<\/?[a-z][^<>]*>/gi, ' ')
     .replace(/&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi, ' ')
-    .replace(new RegExp(EMAIL_IN_TEXT.source, 'g'), ' ')
+    .replace(EMAILS_IN_TEXT, ' ')
     .replace(/\b(?:https?:\/\/|www\.)\S*/gi, ' ');
 }
 
