@@ -29,9 +29,6 @@ export const SUGGESTED_CATEGORY = 'suggested';
  */
 export const PLACEHOLDER_ANSWER = 'TBD';
 
-// Shared with the chat's `unanswered` tag; exported here as before.
-export { normaliseQuestion };
-
 interface UnansweredGroup {
   key: string;
   question: string;
