@@ -23,8 +23,8 @@ const SIF_A = 1e-3;
 export class WordVectors {
   readonly dims: number;
   private readonly rows = new Map<string, number>();
-  private readonly weights: Float32Array;
-  private readonly scales: Float32Array;
+  /** Per word: its SIF weight times its int8 scale, the one factor embed() applies to its row. */
+  private readonly factors: Float32Array;
   private readonly values: Int8Array;
 
   private constructor(buf: Buffer) {
@@ -44,9 +44,9 @@ export class WordVectors {
       return out.buffer;
     };
     const shares = new Float32Array(copy(count * 4));
-    this.scales = new Float32Array(copy(count * 4));
+    const scales = new Float32Array(copy(count * 4));
     this.values = new Int8Array(copy(count * this.dims));
-    this.weights = shares.map((p) => SIF_A / (SIF_A + p));
+    this.factors = shares.map((p, i) => (SIF_A / (SIF_A + p)) * scales[i]!);
     words.forEach((w, i) => this.rows.set(w, i));
   }
 
@@ -62,7 +62,7 @@ export class WordVectors {
       const row = this.rows.get(w);
       if (row === undefined) continue;
       any = true;
-      const f = this.weights[row]! * this.scales[row]!;
+      const f = this.factors[row]!;
       const base = row * this.dims;
       for (let k = 0; k < this.dims; k++) out[k]! += f * this.values[base + k]!;
     }
