@@ -17,9 +17,9 @@
  *   no shape);
  * - an email field falls back to the email the conversation already knows (given at start or as contact).
  */
+import { RE2JS } from 're2js';
 import { analyze, EMAIL_IN_TEXT as EMAIL, editDistance, normalize } from '../assistant/text.js';
 import type { Field } from './workflows.schemas.js';
-import { RE2JS } from 're2js';
 
 export interface CompiledTrigger {
   /** Analysed terms that must all occur in the message; empty for a phrase of stopwords only. */

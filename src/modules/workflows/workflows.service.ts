@@ -71,9 +71,11 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     return c;
   };
 
+  const slugTaken = (slug: string, by: string) => invalidRequest(`body.slug "${slug}" is already used by workflow ${by}`);
+
   async function slugFree(conn: Conn, accountId: string, slug: string, self?: string) {
     const other = await repo.findBySlug(conn, accountId, slug);
-    if (other && other.id !== self) throw invalidRequest(`body.slug "${slug}" is already used by workflow ${other.id}`);
+    if (other && other.id !== self) throw slugTaken(slug, other.id);
   }
 
   /**
@@ -85,7 +87,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     if (slug === undefined) return work();
     return refuseUniqueViolation(SLUG_INDEX, work, async () => {
       const other = await repo.findBySlug(db, accountId, slug);
-      return invalidRequest(`body.slug "${slug}" is already used by workflow ${other?.id ?? 'another workflow'}`);
+      return slugTaken(slug, other?.id ?? 'another workflow');
     });
   }
 
