@@ -12,6 +12,9 @@ export const TEXT_PATTERNS = {
   slug: { pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', rule: 'must be a slug: lowercase letters and digits in groups joined by single hyphens (e.g. "shipping-returns")' },
   identifier: { pattern: '^[A-Za-z][A-Za-z0-9_]*$', rule: 'must start with a letter and contain only letters, digits and underscores' },
   code: { pattern: '^[a-z0-9_.-]+$', rule: 'must contain only lowercase letters, digits, "_", "." and "-"' },
+  // Identity fields end up in list filters, logs, CSV exports and the owner's CRM: a line break or NUL there is
+  // never meant and breaks whatever reads it line by line.
+  singleLine: { pattern: '^[^\\u0000-\\u001f\\u007f]*$', rule: 'must not contain control characters (line breaks, tabs, NUL…)' },
 } as const;
 
 /** The rule in words behind a schema pattern, when it is one of TEXT_PATTERNS. */

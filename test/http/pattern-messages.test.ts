@@ -34,5 +34,28 @@ for (const dialect of DIALECTS) {
       assert.equal(start.status, 201, start.text);
       await refused('POST', `/v1/chat/conversations/${start.body.data.conversation.id}/escalate`, { reason: 'Too Slow!' }, /^body\.reason must contain only lowercase letters, digits, "_", "\." and "-"/);
     });
+
+    test('identity fields refuse control characters, and nothing is created', async () => {
+      const before = await t.request('GET', '/v1/conversations?limit=1', { key });
+      for (const [field, value] of [
+        ['customerId', 'cus_1\nadmin'],
+        ['customerId', 'cus\u0000'],
+        ['customerLabel', 'Ann\tLee'],
+        ['persona', 'Sam\r'],
+      ] as const) {
+        await refused('POST', '/v1/chat/conversations', { [field]: value }, new RegExp(`^body\\.${field} must not contain (control characters|NUL)`));
+      }
+      const after = await t.request('GET', '/v1/conversations?limit=1', { key });
+      assert.equal(after.body.data.total, before.body.data.total);
+
+      const start = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId: 'cus_ünï €', customerLabel: 'Zoë 李' } });
+      assert.equal(start.status, 201, start.text);
+      const id = start.body.data.conversation.id;
+      await refused('POST', `/v1/chat/conversations/${id}/contact`, { email: 'a@example.com', phone: '555\n0100' }, /^body\.phone must not contain control characters/);
+      await refused('POST', `/v1/chat/conversations/${id}/contact`, { email: 'a@example.com', name: 'A\u007f' }, /^body\.name must not contain control characters/);
+      // The free-text message may span lines.
+      const ok = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key, body: { email: 'a@example.com', name: 'Ann', message: 'line one\nline two' } });
+      assert.equal(ok.status, 200, ok.text);
+    });
   });
 }

@@ -6,10 +6,10 @@ export const MAX_METADATA_BYTES = 16 * 1024;
 
 export const StartConversationBody = Type.Object(
   {
-    customerId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    customerLabel: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    customerId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: TEXT_PATTERNS.singleLine.pattern })),
+    customerLabel: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: TEXT_PATTERNS.singleLine.pattern })),
     customerEmail: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
-    persona: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    persona: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: TEXT_PATTERNS.singleLine.pattern })),
     metadata: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'free-form JSON object, at most 16 KiB' })),
   },
   { additionalProperties: false },
@@ -22,8 +22,8 @@ export type SendMessageBody = Static<typeof SendMessageBody>;
 export const ContactBody = Type.Object(
   {
     email: Type.String({ format: 'email', maxLength: 320 }),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    phone: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: TEXT_PATTERNS.singleLine.pattern })),
+    phone: Type.Optional(Type.String({ minLength: 1, maxLength: 50, pattern: TEXT_PATTERNS.singleLine.pattern })),
     message: Type.Optional(Type.String({ minLength: 1, maxLength: 4_000 })),
   },
   { additionalProperties: false },

@@ -97,7 +97,7 @@ for (const dialect of DIALECTS) {
     test('blank customerId, customerLabel, persona and contact name, phone, message are refused naming the field', async () => {
       for (const [body, field] of [
         [{ customerId: '   ' }, 'customerId'],
-        [{ customerLabel: '\t' }, 'customerLabel'],
+        [{ customerLabel: ' \u00a0 ' }, 'customerLabel'],
         [{ persona: ' ' }, 'persona'],
         [{ customerId: 'cus_ok', persona: '\u200b' }, 'persona'],
       ] as const) {
