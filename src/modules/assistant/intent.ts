@@ -123,6 +123,24 @@ export function detectHandoff(text: string): boolean {
   return false;
 }
 
+/** Words that only make up a request for a person, left over once its matched phrase is taken out. */
+const REQUEST_WORDS = new Set([...FILLER, ...[...SHORT_AGENT].flatMap((p) => p.split(' '))]);
+
+/**
+ * What a request for a person says besides the request: "talk to a human about my refund" → "about my refund",
+ * so a conversation that went straight to a person still gets a topic. Cleaned text (lower case, no accents);
+ * "" when the message is only the request.
+ */
+export function handoffRemainder(text: string): string {
+  let t = clean(text);
+  for (const p of GLOBAL_PATTERNS) t = t.replace(p, ' ');
+  for (const p of AGENT_PHRASES) t = t.split(p).join(' ');
+  return t
+    .split(' ')
+    .filter((w) => w && !REQUEST_WORDS.has(w))
+    .join(' ');
+}
+
 /** "yes please", "sure", "ok go ahead", "oui": a plain yes, in a few languages, and nothing else. */
 const AFFIRMATIVE =
   /^(?:yes|yeah|yep|yup|ya|yea|sure|ok|okay|please|absolutely|definitely|of course|go ahead|please do|do it|si|oui|ja|sim|tak|yes i would|i would|that would be (?:great|good|nice|helpful))(?: (?:yes|please|pls|thanks|thank you|sure|go ahead|do|that would be (?:great|good|nice|helpful)|por favor|s'il vous plait|bitte))*$/;

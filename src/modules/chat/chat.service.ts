@@ -6,7 +6,7 @@ import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
-import { detectHandoff, isAffirmative } from '../assistant/intent.js';
+import { detectHandoff, handoffRemainder, isAffirmative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
@@ -155,7 +155,9 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
     // Messages come in conversation order (seq): a customer message's reply is the message after it.
     const questions = messages.flatMap((m, i) => (m.role === 'customer' && isKnowledgeQuestion(m.content, m.created_at, c.escalated_at) ? [{ m, reply: messages[i + 1] }] : []));
-    const keywords = countOf(questions.flatMap(({ m }) => words(topicText(m.content)).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w))));
+    // A request for a person can say what it is about ("a human about my refund"): that part counts as well.
+    const topical = [...questions.map(({ m }) => topicText(m.content)), ...messages.flatMap((m) => (m.role === 'customer' && detectHandoff(m.content) ? [handoffRemainder(topicText(m.content))] : []))];
+    const keywords = countOf(topical.flatMap((text) => words(text).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w))));
     const topic = mostFrequent(cited) ?? mostFrequent(keywords);
     const tags = [...cited.keys()].sort();
     if (c.escalated_at !== null) tags.push('escalated');

@@ -192,6 +192,11 @@ for (const dialect of DIALECTS) {
       };
       const human = await converse('I want to talk to a human');
       assert.deepEqual([human.tags, human.topic], [['escalated'], null]);
+      // What a request for a person is about gives the topic; the request's own words never do.
+      const aboutRefund = await converse('can I talk to a human about my refund please');
+      assert.deepEqual([aboutRefund.tags, aboutRefund.topic], [['escalated'], 'refund']);
+      const agentNow = await converse('AGENT!!! get me a real person now');
+      assert.deepEqual([agentNow.tags, agentNow.topic], [['escalated'], null]);
       const smallTalk = await converse('hello', 'thanks');
       assert.deepEqual([smallTalk.tags, smallTalk.topic, smallTalk.outcome], [[], null, 'unresolved']);
       const email = await converse('my email is jo@acme.test');
