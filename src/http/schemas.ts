@@ -60,10 +60,13 @@ export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: 
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 
+/** How integer query parameters must be written (src/http/json.ts refuses what Number() alone would read). */
+export const DECIMAL_DIGITS = 'plain decimal digits (1e1, 0x10 and 5.0 are refused)';
+
 /** limit 1..100 (default 20) and offset ≥ 0 for every list (CONTRACT §4). */
 export const PageQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: DECIMAL_DIGITS }),
+  offset: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0, description: DECIMAL_DIGITS }),
 };
 
 export const Deleted = Type.Object({ deleted: Type.Boolean() });

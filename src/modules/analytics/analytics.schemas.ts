@@ -1,11 +1,12 @@
 import { Type, type Static } from 'typebox';
 import { TimeRangeQuery } from '../../http/time-range.js';
+import { DECIMAL_DIGITS } from '../../http/schemas.js';
 
 export const OverviewQuery = Type.Object({ ...TimeRangeQuery }, { additionalProperties: false });
 export type OverviewQuery = Static<typeof OverviewQuery>;
 
 export const TopicsQuery = Type.Object(
-  { ...TimeRangeQuery, limit: Type.Integer({ minimum: 1, maximum: 100, default: 10 }) },
+  { ...TimeRangeQuery, limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: DECIMAL_DIGITS }) },
   { additionalProperties: false },
 );
 export type TopicsQuery = Static<typeof TopicsQuery>;
