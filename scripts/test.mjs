@@ -19,8 +19,10 @@ if (files.length === 0) {
 }
 // The CLI tests run bin/parley.js, which runs the build: build first so they test these sources.
 if (files.some((f) => f.includes(join('test', 'cli')))) {
-  const b = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  if (b.status !== 0) process.exit(b.status ?? 1);
+  for (const args of [['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], ['scripts/copy-assets.mjs']]) {
+    const b = spawnSync(process.execPath, args, { stdio: 'inherit' });
+    if (b.status !== 0) process.exit(b.status ?? 1);
+  }
 }
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-timeout=180000', '--test-force-exit', ...files], { stdio: 'inherit' });
 process.exit(r.status ?? 1);

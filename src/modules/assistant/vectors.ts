@@ -12,10 +12,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { normalize } from './text.js';
 
-/**
- * Read from src/ by both the sources and the build (dist/ sits at the same depth), like the dashboard's assets.
- */
-export const WORD_VECTORS_FILE = fileURLToPath(new URL('../../../src/modules/assistant/assets/word-vectors.bin', import.meta.url));
+/** Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/copy-assets.mjs). */
+export const WORD_VECTORS_FILE = fileURLToPath(new URL('./assets/word-vectors.bin', import.meta.url));
 
 /** SIF smoothing: a word that is 0.1% of running text weighs half as much as a rare one. */
 const SIF_A = 1e-3;

@@ -5,11 +5,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
 
 /**
- * The assets stay in src/ and are read from there by both the sources (tsx) and the build (dist/): this file sits at
- * <root>/src/modules/dashboard or <root>/dist/modules/dashboard, so the package root is three levels up either way,
- * and the build needs no copy step that `tsc` alone (as scripts/test.mjs runs it) would skip.
+ * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/copy-assets.mjs), so a built
+ * install serves them without src/.
  */
-export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('../../../src/modules/dashboard/assets/', import.meta.url));
+export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 
 /**
  * The page loads only its own script and stylesheet and talks only to this origin's API: an injected <script>,
