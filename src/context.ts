@@ -61,7 +61,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const faqs = createFaqsService(db, clock);
   const analytics = createAnalyticsService(db, database.dialect);
   const services = {
-    accounts: createAccountsService(db, clock, { authCacheTtlMs: config.authCacheTtlMs }),
+    accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock, writes),
     faqs,
     assistant,

@@ -5,7 +5,7 @@ import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
-import { AccountsError } from '../modules/accounts/accounts.service.js';
+import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
 import { verifyDelivery } from '../modules/webhooks/signing.js';
 import { runDemo } from './demo.js';
 
@@ -130,17 +130,19 @@ export async function main(argv: string[]): Promise<number> {
       }
       return withContext(config, async (ctx) => {
         // init sets up the first account; run again (a setup script, a second try) it must not make another.
-        const existing = await ctx.services.accounts.listAccounts();
-        if (existing.length > 0 && !values.force) {
-          const first = existing[existing.length - 1]!;
+        let created;
+        try {
+          created = await ctx.services.accounts.initFirstAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' }, values.force ?? false);
+        } catch (err) {
+          if (!(err instanceof AccountsExistError)) throw err;
+          const first = err.existing[err.existing.length - 1]!;
           throw new UsageError(
-            `this database already has ${existing.length === 1 ? 'an account' : `${existing.length} accounts`} (${first.id}, ${first.name}${existing.length > 1 ? ', …' : ''}); ` +
+            `${err.message} (${first.id}, ${first.name}${err.existing.length > 1 ? ', …' : ''}); ` +
               `nothing was created. parley init only sets up the first one: use \`parley keys create --account ${first.id}\` for a new key, ` +
               '`parley accounts create` for another account, or `parley init --force` to create one anyway',
           );
         }
-        const account = await ctx.services.accounts.createAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' });
-        const key = await ctx.services.accounts.createKey({ accountId: account.id });
+        const { account, key } = created;
         out(
           { account, key },
           `Created account ${account.id} (${account.name}, plan ${account.plan}).\n` +

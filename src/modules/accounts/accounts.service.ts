@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import type { DialectName } from '../../db/database.js';
+import { lockForCheckThenWrite } from '../../db/locks.js';
 import type { DB } from '../../db/schema.js';
 import type { Clock } from '../../lib/clock.js';
 import { toIso } from '../../lib/clock.js';
@@ -8,6 +10,13 @@ import { accountsRepository as repo } from './accounts.repository.js';
 import { KEY_TYPES, PLAN_LIMITS, PLANS, SCOPES, type AuthContext, type KeyType, type Plan } from './accounts.schemas.js';
 
 export class AccountsError extends Error {}
+
+/** `initFirstAccount` found accounts already: nothing was created. */
+export class AccountsExistError extends AccountsError {
+  constructor(readonly existing: { id: string; name: string }[]) {
+    super(`this database already has ${existing.length === 1 ? 'an account' : `${existing.length} accounts`}`);
+  }
+}
 
 export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
 
@@ -48,10 +57,10 @@ function createKeyCache(clock: Clock, ttlMs: number, max = 10_000) {
   };
 }
 
-export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { authCacheTtlMs?: number } = {}) {
+export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dialect: DialectName; authCacheTtlMs?: number }) {
   const keyCache = createKeyCache(clock, opts.authCacheTtlMs ?? 0);
-  return {
-    async createAccount(input: CreateAccountInput) {
+  const service = {
+    async createAccount(input: CreateAccountInput, conn: Kysely<DB> | Transaction<DB> = db) {
       const name = input.name?.trim();
       if (!name) throw new AccountsError('--name is required');
       if (name.length > 200) throw new AccountsError('--name must be at most 200 characters');
@@ -78,7 +87,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { auth
         assistant_settings: null,
         created_at: now,
       };
-      await repo.insert(db, row);
+      await repo.insert(conn, row);
       return {
         id: row.id,
         name,
@@ -88,13 +97,28 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { auth
       };
     },
 
+    /**
+     * `parley init`: the first account and its server key, in one transaction under a lock, so two setup scripts
+     * started together make one account (the second sees it and refuses) rather than two. `force` makes another.
+     */
+    async initFirstAccount(input: CreateAccountInput, force: boolean) {
+      return db.transaction().execute(async (trx) => {
+        await lockForCheckThenWrite(trx, opts.dialect, 'parley init');
+        const existing = await repo.list(trx);
+        if (existing.length > 0 && !force) throw new AccountsExistError(existing.map((a) => ({ id: a.id, name: a.name })));
+        const account = await service.createAccount(input, trx);
+        const key = await service.createKey({ accountId: account.id }, trx);
+        return { account, key };
+      });
+    },
+
     async listAccounts() {
       const rows = await repo.list(db);
       return rows.map((r) => ({ id: r.id, name: r.name, plan: r.plan, createdAt: toIso(r.created_at) }));
     },
 
-    async createKey(input: { accountId: string; type?: string; scopes?: string[] }) {
-      const account = await repo.findById(db, input.accountId);
+    async createKey(input: { accountId: string; type?: string; scopes?: string[] }, conn: Kysely<DB> | Transaction<DB> = db) {
+      const account = await repo.findById(conn, input.accountId);
       if (!account) throw new AccountsError(`account ${input.accountId} not found`);
       const type = (input.type ?? 'server') as KeyType;
       if (!KEY_TYPES.includes(type)) throw new AccountsError(`--type must be server or public`);
@@ -113,7 +137,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { auth
       const secret = `${type === 'server' ? 'sk' : 'pk'}_${randomBytes(24).toString('base64url')}`;
       const now = clock.now();
       const id = newId('key', now);
-      await repo.insertKey(db, {
+      await repo.insertKey(conn, {
         id,
         account_id: account.id,
         type,
@@ -182,6 +206,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { auth
       keyCache.clear();
     },
   };
+  return service;
 }
 
 export type AccountsService = ReturnType<typeof createAccountsService>;
