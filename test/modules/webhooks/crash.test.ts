@@ -19,9 +19,9 @@ import { startServer, type TestServer } from './helpers.js';
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms' };
 
-function spawnWorker(url: string): ChildProcess & { ready: Promise<void> } {
+function spawnWorker(url: string, extraEnv: Record<string, string> = {}): ChildProcess & { ready: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker', '--json'], {
-    env: { ...process.env, ...ENV, DATABASE_URL: url, LOG_LEVEL: 'error' },
+    env: { ...process.env, ...ENV, ...extraEnv, DATABASE_URL: url, LOG_LEVEL: 'error' },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { ready: Promise<void> };
   let err = '';
@@ -146,7 +146,9 @@ describe('two workers on PostgreSQL share the queue', () => {
   test('no (delivery, attempt) is made twice; attempts are in order; both workers work', async () => {
     const { ctx, accountId } = env;
     for (const p of ['x', 'y']) await ctx.services.webhooks.create(accountId, { url: `${rx.url}/${p}`, events: ['escalation'], secret: 'secret-two-workers' });
-    const workers = [spawnWorker(env.database.url), spawnWorker(env.database.url)];
+    // The receiver answers at once, so no attempt should time out; 1 s did on a loaded machine, when a starved
+    // worker read the answer late, and that attempt was then made again (a third arrival).
+    const workers = [spawnWorker(env.database.url, { WEBHOOK_TIMEOUT: '15s' }), spawnWorker(env.database.url, { WEBHOOK_TIMEOUT: '15s' })];
     await Promise.all(workers.map((w) => w.ready));
     for (let i = 0; i < 30; i++) {
       await ctx.db.transaction().execute(async (trx) => {
