@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { runDemo } from '../../src/cli/demo.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 // `parley demo` in process (the CLI suite runs the command itself): what a second run leaves in the database.
 for (const dialect of DIALECTS) {
   describe(`demo knowledge base (${dialect})`, () => {
-    let t: TestApp;
-    before(async () => {
-      t = await createTestApp(dialect);
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     const count = async (table: 'documents' | 'faqs', accountId: string) =>
       Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow()).n);

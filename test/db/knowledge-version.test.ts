@@ -1,35 +1,28 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Migrator } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { migrationProvider } from '../../src/db/migrations/index.js';
 import { accountsRepository } from '../../src/modules/accounts/accounts.repository.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { DIALECTS, PG_URL } from '../helpers/db.js';
 
 for (const dialect of DIALECTS) {
   describe(`knowledge version (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key, accountId } = await t.account());
-    });
-    after(() => t.close());
-    const version = () => accountsRepository.knowledgeVersion(t.database.db, accountId);
+    const t = useTestApp(dialect);
+    const version = () => accountsRepository.knowledgeVersion(t.database.db, t.accountId);
 
     test('every committed document or FAQ write moves it by one; a refused write does not', async () => {
       const v0 = await version();
-      const doc = await t.request('POST', '/v1/documents', { key, body: { title: 'Returns', content: 'Thirty days.' } });
+      const doc = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Returns', content: 'Thirty days.' } });
       assert.equal(await version(), v0 + 1);
-      await t.request('PUT', `/v1/documents/${doc.body.data.id}`, { key, body: { title: 'Returns policy' } });
-      const faq = await t.request('POST', '/v1/faqs', { key, body: { question: 'Refunds?', answer: 'Yes.', category: 'billing' } });
-      await t.request('DELETE', `/v1/faqs/${faq.body.data.id}`, { key });
+      await t.request('PUT', `/v1/documents/${doc.body.data.id}`, { key: t.key, body: { title: 'Returns policy' } });
+      const faq = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'Refunds?', answer: 'Yes.', category: 'billing' } });
+      await t.request('DELETE', `/v1/faqs/${faq.body.data.id}`, { key: t.key });
       assert.equal(await version(), v0 + 4);
-      const refused = await t.request('PUT', '/v1/documents/doc_00000000000000000000000000', { key, body: { title: 'x' } });
+      const refused = await t.request('PUT', '/v1/documents/doc_00000000000000000000000000', { key: t.key, body: { title: 'x' } });
       assert.equal(refused.status, 404);
       assert.equal(await version(), v0 + 4);
     });
@@ -37,12 +30,12 @@ for (const dialect of DIALECTS) {
     test('concurrent writes of one account all count, and never queue behind one counter row', async () => {
       const v0 = await version();
       const created = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => t.request('POST', '/v1/documents', { key, body: { title: `Doc ${i}`, content: `Body ${i}` } })),
+        Array.from({ length: 40 }, (_, i) => t.request('POST', '/v1/documents', { key: t.key, body: { title: `Doc ${i}`, content: `Body ${i}` } })),
       );
       assert.ok(created.every((r) => r.status === 201));
       assert.equal(await version(), v0 + 40);
       if (dialect === 'postgres') {
-        const rows = await t.database.db.selectFrom('knowledge_versions').select('shard').where('account_id', '=', accountId).execute();
+        const rows = await t.database.db.selectFrom('knowledge_versions').select('shard').where('account_id', '=', t.accountId).execute();
         assert.ok(rows.length > 1, `writes spread over ${rows.length} counter row(s)`);
       }
     });

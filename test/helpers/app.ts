@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { after, before } from 'node:test';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
@@ -30,15 +31,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(
-  dialect: DialectName,
-  opts: { env?: Record<string, string>; fakeClock?: boolean; redisUrl?: string; keyPrefix?: string; log?: Logger } = {},
-): Promise<TestApp> {
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  /** A FakeClock instead of the system clock: at this time (Unix ms), or at the real time for `true`. */
+  fakeClock?: boolean | number;
+  redisUrl?: string;
+  keyPrefix?: string;
+  log?: Logger;
+}
+
+export async function createTestApp(dialect: DialectName, opts: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
   // The key cache is off by default in tests, which change plans and keys straight in the database;
   // test/http/auth-cache.test.ts turns it on.
   const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });
-  const clock = opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
+  const clock = typeof opts.fakeClock === 'number' ? new FakeClock(opts.fakeClock) : opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
   const ctx: AppContext = createContext(config, database, clock, opts.log);
   const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}`, ...(opts.log ? { log: opts.log } : {}) });
   const app = await buildApp(ctx, { limiter });
@@ -87,4 +94,77 @@ export async function createTestApp(
       await database.cleanup();
     },
   };
+}
+
+/** The app of one describe block, usable in its tests and its own hooks once useTestApp's `before` has run. */
+export interface SuiteApp extends TestApp {
+  /** The server key of the account made right after the app (an enterprise one, like `account()`'s default). */
+  readonly key: string;
+  readonly accountId: string;
+  /** The app's clock, for an app made with `fakeClock`. */
+  readonly fakeClock: FakeClock;
+  /**
+   * Has `fn` run when the describe block ends, before the app closes, last registered first: a worker must
+   * stop while its database is still open, and node:test runs `after` hooks in the order they were declared.
+   */
+  beforeClose(fn: () => unknown): void;
+}
+
+/** Every member of TestApp, so that the handle below forwards them all (a new member fails to compile until listed). */
+const TEST_APP_MEMBERS = {
+  app: true,
+  ctx: true,
+  database: true,
+  clock: true,
+  baseUrl: true,
+  config: true,
+  limiter: true,
+  account: true,
+  request: true,
+  close: true,
+} satisfies Record<keyof TestApp, true>;
+
+/**
+ * Declares `before` and `after` hooks in the current describe block: a fresh app with one account for its
+ * tests, closed at the end. The handle stands for that app; hooks declared after this call run after it.
+ */
+export function useTestApp(dialect: DialectName, opts: TestAppOptions = {}): SuiteApp {
+  let current: { t: TestApp; first: { accountId: string; key: string } } | undefined;
+  const cleanups: Array<() => unknown> = [];
+  before(async () => {
+    const t = await createTestApp(dialect, opts);
+    current = { t, first: await t.account() };
+  });
+  after(async () => {
+    try {
+      for (const fn of cleanups.reverse()) await fn();
+    } finally {
+      await current?.t.close();
+    }
+  });
+  const live = () => {
+    if (!current) throw new Error("useTestApp's app is made in its before hook; it is not there yet (or that hook failed)");
+    return current;
+  };
+  const handle = {
+    get key() {
+      return live().first.key;
+    },
+    get accountId() {
+      return live().first.accountId;
+    },
+    get fakeClock() {
+      const { clock } = live().t;
+      if (!(clock instanceof FakeClock)) throw new Error('this app was made without fakeClock');
+      return clock;
+    },
+    beforeClose(fn: () => unknown) {
+      cleanups.push(fn);
+    },
+  };
+  // TestApp's methods are closures over the app (none uses `this`), so forwarding them unbound is safe.
+  for (const name of Object.keys(TEST_APP_MEMBERS) as (keyof TestApp)[]) {
+    Object.defineProperty(handle, name, { get: () => live().t[name], enumerable: true });
+  }
+  return handle as typeof handle & TestApp;
 }

@@ -1,18 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { FakeClock } from '../../src/lib/clock.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { describe, test } from 'node:test';
+import { useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 for (const dialect of DIALECTS) {
   describe(`API key cache (${dialect})`, () => {
-    let t: TestApp;
-    let clock: FakeClock;
-    before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true, env: { AUTH_CACHE_TTL: '1s' } });
-      clock = t.clock as FakeClock;
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect, { fakeClock: true, env: { AUTH_CACHE_TTL: '1s' } });
 
     test('a revocation through the service takes effect at once', async () => {
       const { accountId, key } = await t.account();
@@ -25,9 +18,9 @@ for (const dialect of DIALECTS) {
     test('a revocation made elsewhere (the CLI, another node) takes effect within the TTL', async () => {
       const { accountId, key } = await t.account();
       assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200);
-      await t.ctx.db.updateTable('api_keys').set({ revoked_at: clock.now() }).where('account_id', '=', accountId).execute();
+      await t.ctx.db.updateTable('api_keys').set({ revoked_at: t.fakeClock.now() }).where('account_id', '=', accountId).execute();
       assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200, 'still remembered inside the TTL');
-      clock.advance(1000);
+      t.fakeClock.advance(1000);
       assert.equal((await t.request('GET', '/v1/documents', { key })).status, 401, 'refused once the TTL passed');
     });
 
@@ -35,7 +28,7 @@ for (const dialect of DIALECTS) {
       const { accountId, key } = await t.account({ plan: 'pro' });
       assert.equal((await t.request('GET', '/v1/faqs', { key })).status, 200);
       await t.ctx.db.updateTable('accounts').set({ plan: 'free' }).where('id', '=', accountId).execute();
-      clock.advance(1001);
+      t.fakeClock.advance(1001);
       assert.equal((await t.request('GET', '/v1/faqs', { key })).status, 403);
       assert.equal((await t.request('GET', '/v1/faqs', { key: 'sk_nope' })).status, 401);
     });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
 import { hashKey } from '../../src/modules/accounts/accounts.service.js';
 import { accountsRepository } from '../../src/modules/accounts/accounts.repository.js';
-import { createTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { useTestApp, type TestResponse } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 function assertFailure(r: TestResponse, status: number, code: string, message?: RegExp) {
@@ -19,11 +19,7 @@ function assertFailure(r: TestResponse, status: number, code: string, message?: 
 
 for (const dialect of DIALECTS) {
   describe(`authentication and permissions (${dialect})`, () => {
-    let t: TestApp;
-    before(async () => {
-      t = await createTestApp(dialect);
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     test('missing, malformed and unknown keys answer 401 UNAUTHORIZED on every route', async () => {
       const routes = [

@@ -1,21 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { before, describe, test } from 'node:test';
+import { useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 const ORIGIN = { origin: 'https://shop.example' };
 
 for (const dialect of DIALECTS) {
   describe(`CORS on the chat channel (${dialect})`, () => {
-    let t: TestApp;
+    const t = useTestApp(dialect);
     let publicKey: string;
-    let serverKey: string;
     before(async () => {
-      t = await createTestApp(dialect);
-      ({ key: serverKey } = await t.account());
       ({ key: publicKey } = await t.account({ keyType: 'public', scopes: ['chat'] }));
     });
-    after(() => t.close());
 
     test('a browser preflight for a chat endpoint is answered without a key', async () => {
       for (const path of ['/v1/chat/conversations', '/v1/chat/conversations/conv_x/messages']) {
@@ -49,7 +45,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('server endpoints get no CORS headers and no preflight', async () => {
-      const r = await t.request('GET', '/v1/documents', { key: serverKey, headers: ORIGIN });
+      const r = await t.request('GET', '/v1/documents', { key: t.key, headers: ORIGIN });
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), null);
       const pre = await t.request('OPTIONS', '/v1/documents', { headers: { ...ORIGIN, 'access-control-request-method': 'GET' } });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { createTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { createTestApp, useTestApp, type TestResponse } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 const LEAK = /at \S+ \(|\.ts:\d+|node_modules|SELECT|INSERT|sqlite|relation|no such table|syntax error|stack/i;
@@ -20,13 +20,7 @@ function assertFailure(r: { status: number; text: string; body: any; headers: He
 
 for (const dialect of DIALECTS) {
   describe(`error envelope (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     const json = { 'content-type': 'application/json' };
 
@@ -57,7 +51,7 @@ for (const dialect of DIALECTS) {
     test('unknown route: 404 NOT_FOUND envelope, with or without a key', async () => {
       for (const path of ['/', '/v1', '/v2/documents', '/v1/nope', '/v1/documents/a/b', '/documents']) {
         assertFailure(await t.request('GET', path), 404, 'NOT_FOUND', /no route GET/);
-        assertFailure(await t.request('GET', path, { key }), 404, 'NOT_FOUND');
+        assertFailure(await t.request('GET', path, { key: t.key }), 404, 'NOT_FOUND');
       }
     });
 
@@ -69,35 +63,35 @@ for (const dialect of DIALECTS) {
         ['DELETE', '/v1/faqs'],
         ['POST', '/v1/faqs/faq_x'],
       ] as const) {
-        assertFailure(await t.request(method, path, { key, body: { title: 'x' } }), 404, 'NOT_FOUND', new RegExp(`no route ${method}`));
+        assertFailure(await t.request(method, path, { key: t.key, body: { title: 'x' } }), 404, 'NOT_FOUND', new RegExp(`no route ${method}`));
       }
     });
 
     test('malformed JSON: 400 INVALID_REQUEST', async () => {
       for (const raw of ['{', '{"title": "a",}', "{'title':'a'}", 'undefined', '{"a":1}{"b":2}']) {
-        assertFailure(await t.request('POST', '/v1/documents', { key, raw, headers: json }), 400, 'INVALID_REQUEST', /body is not valid JSON/);
+        assertFailure(await t.request('POST', '/v1/documents', { key: t.key, raw, headers: json }), 400, 'INVALID_REQUEST', /body is not valid JSON/);
       }
-      assertFailure(await t.request('PUT', '/v1/faqs/faq_x', { key, raw: '[1,', headers: json }), 400, 'INVALID_REQUEST', /not valid JSON/);
+      assertFailure(await t.request('PUT', '/v1/faqs/faq_x', { key: t.key, raw: '[1,', headers: json }), 400, 'INVALID_REQUEST', /not valid JSON/);
     });
 
     test('empty body where one is needed: 400 naming it', async () => {
-      assertFailure(await t.request('POST', '/v1/documents', { key, raw: '', headers: json }), 400, 'INVALID_REQUEST', /body is empty/);
+      assertFailure(await t.request('POST', '/v1/documents', { key: t.key, raw: '', headers: json }), 400, 'INVALID_REQUEST', /body is empty/);
       // ...while a bodiless DELETE sent with Content-Type: application/json is fine
-      const c = await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' } });
-      const d = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key, raw: '', headers: json });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 't', content: 'c' } });
+      const d = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key: t.key, raw: '', headers: json });
       assert.equal(d.status, 200);
     });
 
     test('JSON that is not an object: 400 body must be of type object', async () => {
       for (const raw of ['null', '42', '"text"', 'true', '[]', '[{"title":"a","content":"b"}]']) {
-        assertFailure(await t.request('POST', '/v1/faqs', { key, raw, headers: json }), 400, 'INVALID_REQUEST', /body must be of type object/);
+        assertFailure(await t.request('POST', '/v1/faqs', { key: t.key, raw, headers: json }), 400, 'INVALID_REQUEST', /body must be of type object/);
       }
     });
 
     test('wrong or missing content type: 400 INVALID_REQUEST naming Content-Type', async () => {
       for (const type of ['text/plain', 'text/html', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml']) {
         assertFailure(
-          await t.request('POST', '/v1/documents', { key, raw: '{"title":"a","content":"b"}', headers: { 'content-type': type } }),
+          await t.request('POST', '/v1/documents', { key: t.key, raw: '{"title":"a","content":"b"}', headers: { 'content-type': type } }),
           400,
           'INVALID_REQUEST',
           /Content-Type must be application\/json/,
@@ -106,7 +100,7 @@ for (const dialect of DIALECTS) {
       // A Uint8Array body makes fetch send no Content-Type at all.
       const res = await fetch(`${t.baseUrl}/v1/documents`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}` },
+        headers: { authorization: `Bearer ${t.key}` },
         body: new TextEncoder().encode('{"title":"a","content":"b"}'),
       });
       const text = await res.text();
@@ -115,11 +109,11 @@ for (const dialect of DIALECTS) {
 
     test('body over 1 MiB: 400 INVALID_REQUEST naming the limit; just under is accepted', async () => {
       const big = JSON.stringify({ title: 't', content: 'x'.repeat(1024 * 1024) });
-      assertFailure(await t.request('POST', '/v1/documents', { key, raw: big, headers: json }), 400, 'INVALID_REQUEST', /1 MiB/);
+      assertFailure(await t.request('POST', '/v1/documents', { key: t.key, raw: big, headers: json }), 400, 'INVALID_REQUEST', /1 MiB/);
       // 1 MiB of body is allowed by the transport; the document content rule (500,000) is what refuses this one
       const under = JSON.stringify({ title: 't', content: 'x'.repeat(1024 * 1024 - 40) });
       assert.ok(Buffer.byteLength(under) <= 1024 * 1024);
-      assertFailure(await t.request('POST', '/v1/documents', { key, raw: under, headers: json }), 400, 'INVALID_REQUEST', /body\.content must be at most 500000/);
+      assertFailure(await t.request('POST', '/v1/documents', { key: t.key, raw: under, headers: json }), 400, 'INVALID_REQUEST', /body\.content must be at most 500000/);
     });
 
     test('prototype-pollution keys are refused', async () => {
@@ -128,15 +122,15 @@ for (const dialect of DIALECTS) {
         '{"title":"a","content":"b","constructor":{"prototype":{"admin":true}}}',
         '{"title":"a","content":"b","\\u005f_proto__":{}}',
       ]) {
-        assertFailure(await t.request('POST', '/v1/documents', { key, raw, headers: json }), 400, 'INVALID_REQUEST', /__proto__/);
+        assertFailure(await t.request('POST', '/v1/documents', { key: t.key, raw, headers: json }), 400, 'INVALID_REQUEST', /__proto__/);
       }
       assert.equal(({} as any).admin, undefined);
     });
 
     test('undecodable URL and over-long path parameter still answer the envelope', async () => {
-      assertFailure(await t.request('GET', '/v1/documents/%E0%A4%A', { key }), 400, 'INVALID_REQUEST', /URL is not valid/);
-      assertFailure(await t.request('GET', `/v1/documents/${'a'.repeat(150)}`, { key }), 400, 'INVALID_REQUEST', /longer than 100/);
-      assertFailure(await t.request('GET', `/v1/documents/${'a'.repeat(80)}`, { key }), 400, 'INVALID_REQUEST', /path\.id must be at most 64/);
+      assertFailure(await t.request('GET', '/v1/documents/%E0%A4%A', { key: t.key }), 400, 'INVALID_REQUEST', /URL is not valid/);
+      assertFailure(await t.request('GET', `/v1/documents/${'a'.repeat(150)}`, { key: t.key }), 400, 'INVALID_REQUEST', /longer than 100/);
+      assertFailure(await t.request('GET', `/v1/documents/${'a'.repeat(80)}`, { key: t.key }), 400, 'INVALID_REQUEST', /path\.id must be at most 64/);
     });
 
     test('an unexpected failure (a table dropped under the app) answers 500 SERVER_ERROR with a generic message and the request id', async () => {
@@ -159,21 +153,21 @@ for (const dialect of DIALECTS) {
 
     test('every response carries x-request-id; a sane incoming one is echoed, a hostile one replaced', async () => {
       const responses: TestResponse[] = [
-        await t.request('GET', '/v1/documents', { key }),
-        await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' } }),
+        await t.request('GET', '/v1/documents', { key: t.key }),
+        await t.request('POST', '/v1/documents', { key: t.key, body: { title: 't', content: 'c' } }),
         await t.request('GET', '/v1/documents'),
         await t.request('GET', '/v1/nope'),
-        await t.request('GET', '/v1/documents/%zz', { key }),
-        await t.request('POST', '/v1/documents', { key, raw: '{', headers: json }),
+        await t.request('GET', '/v1/documents/%zz', { key: t.key }),
+        await t.request('POST', '/v1/documents', { key: t.key, raw: '{', headers: json }),
         await t.request('GET', '/v1/health'),
         await t.request('GET', '/v1/openapi.json'),
       ];
       const ids = responses.map((r) => r.headers.get('x-request-id'));
       for (const id of ids) assert.match(id ?? '', /^req_[0-9a-f-]{36}$/);
       assert.equal(new Set(ids).size, ids.length, 'ids are unique');
-      const echoed = await t.request('GET', '/v1/documents', { key, headers: { 'x-request-id': 'trace.abc-123' } });
+      const echoed = await t.request('GET', '/v1/documents', { key: t.key, headers: { 'x-request-id': 'trace.abc-123' } });
       assert.equal(echoed.headers.get('x-request-id'), 'trace.abc-123');
-      const hostile = await t.request('GET', '/v1/documents', { key, headers: { 'x-request-id': 'a b<script>' } });
+      const hostile = await t.request('GET', '/v1/documents', { key: t.key, headers: { 'x-request-id': 'a b<script>' } });
       assert.match(hostile.headers.get('x-request-id')!, /^req_/);
     });
   });

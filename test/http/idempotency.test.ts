@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { IDEMPOTENCY_TTL_MS, idempotencyLeaseMs, requestFingerprint } from '../../src/http/idempotency.js';
-import type { FakeClock } from '../../src/lib/clock.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createTestApp, useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 import { startServer } from '../modules/webhooks/helpers.js';
 
@@ -16,26 +15,17 @@ const slowReceiver = (delayMs: number) => startServer((_req, res) => setTimeout(
 
 for (const dialect of DIALECTS) {
   describe(`Idempotency-Key (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
-    let clock: FakeClock;
-    before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true });
-      clock = t.clock as FakeClock;
-      ({ key, accountId } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect, { fakeClock: true });
 
-    const countDocs = async () => (await t.request('GET', '/v1/documents', { key })).body.data.total as number;
+    const countDocs = async () => (await t.request('GET', '/v1/documents', { key: t.key })).body.data.total as number;
 
     test('a retry with the same key gets the first answer again and creates nothing', async () => {
       const before = await countDocs();
       const body = { title: 'Returns', content: '30 days to send it back.' };
-      const first = await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-1') });
+      const first = await t.request('POST', '/v1/documents', { key: t.key, body, headers: IK('create-returns-1') });
       assert.equal(first.status, 201, first.text);
       assert.equal(first.headers.get('idempotent-replayed'), null);
-      const again = await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-1') });
+      const again = await t.request('POST', '/v1/documents', { key: t.key, body, headers: IK('create-returns-1') });
       assert.equal(again.status, 201);
       assert.equal(again.text, first.text, 'the same bytes');
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -43,33 +33,33 @@ for (const dialect of DIALECTS) {
       assert.notEqual(again.headers.get('x-request-id'), first.headers.get('x-request-id'));
       assert.equal(await countDocs(), before + 1);
       // Without a key, or with another key, the same body creates again.
-      assert.equal((await t.request('POST', '/v1/documents', { key, body, headers: IK('create-returns-2') })).status, 201);
-      assert.equal((await t.request('POST', '/v1/documents', { key, body })).status, 201);
+      assert.equal((await t.request('POST', '/v1/documents', { key: t.key, body, headers: IK('create-returns-2') })).status, 201);
+      assert.equal((await t.request('POST', '/v1/documents', { key: t.key, body })).status, 201);
       assert.equal(await countDocs(), before + 3);
     });
 
     test('the same key with another body or another endpoint is a 400 that names the header, and changes nothing', async () => {
-      const first = await t.request('POST', '/v1/faqs', { key, body: { question: 'Do you ship abroad?', answer: 'Yes.', category: 'shipping' }, headers: IK('k-mismatch') });
+      const first = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'Do you ship abroad?', answer: 'Yes.', category: 'shipping' }, headers: IK('k-mismatch') });
       assert.equal(first.status, 201, first.text);
-      const faqs = (await t.request('GET', '/v1/faqs', { key })).body.data.total;
-      const other = await t.request('POST', '/v1/faqs', { key, body: { question: 'Do you ship to Mars?', answer: 'No.', category: 'shipping' }, headers: IK('k-mismatch') });
+      const faqs = (await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total;
+      const other = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'Do you ship to Mars?', answer: 'No.', category: 'shipping' }, headers: IK('k-mismatch') });
       assert.equal(other.status, 400);
       assert.equal(other.body.error.code, 'INVALID_REQUEST');
       assert.match(other.body.error.message, /Idempotency-Key "k-mismatch" was already used for a request with a different body/);
-      const elsewhere = await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' }, headers: IK('k-mismatch') });
+      const elsewhere = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'x', content: 'y' }, headers: IK('k-mismatch') });
       assert.equal(elsewhere.status, 400);
       assert.match(elsewhere.body.error.message, /already used for POST \/v1\/faqs/);
-      assert.equal((await t.request('GET', '/v1/faqs', { key })).body.data.total, faqs);
+      assert.equal((await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total, faqs);
     });
 
     test('refusals before the endpoint ran leave the key free; the endpoint\'s own refusals are kept', async () => {
-      const bad = await t.request('POST', '/v1/documents', { key, body: { title: 'no content' }, headers: IK('k-validation') });
+      const bad = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'no content' }, headers: IK('k-validation') });
       assert.equal(bad.status, 400);
-      const good = await t.request('POST', '/v1/documents', { key, body: { title: 'T', content: 'C' }, headers: IK('k-validation') });
+      const good = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'T', content: 'C' }, headers: IK('k-validation') });
       assert.equal(good.status, 201, 'a request that failed validation did not take the key');
-      const missing = await t.request('POST', '/v1/webhooks/wh_missing/test', { key, body: {}, headers: IK('k-404') });
+      const missing = await t.request('POST', '/v1/webhooks/wh_missing/test', { key: t.key, body: {}, headers: IK('k-404') });
       assert.equal(missing.status, 404);
-      const again = await t.request('POST', '/v1/webhooks/wh_missing/test', { key, body: {}, headers: IK('k-404') });
+      const again = await t.request('POST', '/v1/webhooks/wh_missing/test', { key: t.key, body: {}, headers: IK('k-404') });
       assert.equal(again.status, 404);
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.equal(again.text, missing.text);
@@ -78,7 +68,7 @@ for (const dialect of DIALECTS) {
     test('keys belong to one account', async () => {
       const other = await t.account();
       const body = { title: 'Shared key', content: 'c' };
-      const mine = await t.request('POST', '/v1/documents', { key, body, headers: IK('k-tenant') });
+      const mine = await t.request('POST', '/v1/documents', { key: t.key, body, headers: IK('k-tenant') });
       const theirs = await t.request('POST', '/v1/documents', { key: other.key, body, headers: IK('k-tenant') });
       assert.equal(theirs.status, 201);
       assert.equal(theirs.headers.get('idempotent-replayed'), null);
@@ -86,16 +76,16 @@ for (const dialect of DIALECTS) {
       const theirsOther = await t.request('POST', '/v1/faqs', { key: other.key, body: { question: 'q?', answer: 'a', category: 'general' }, headers: IK('k-tenant-2') });
       assert.equal(theirsOther.status, 201);
       // my use of their key name is not a mismatch with theirs
-      assert.equal((await t.request('POST', '/v1/documents', { key, body, headers: IK('k-tenant-2') })).status, 201);
+      assert.equal((await t.request('POST', '/v1/documents', { key: t.key, body, headers: IK('k-tenant-2') })).status, 201);
     });
 
     test('concurrent requests with one key run once: the receiver of a test send gets one request', async () => {
       const rx = await slowReceiver(300);
       try {
-        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
+        const hook = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
         assert.equal(hook.status, 201, hook.text);
         const id = hook.body.data.id;
-        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-concurrent') });
+        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key: t.key, body: {}, headers: IK('k-concurrent') });
         const [a, b, c] = await Promise.all([send(), send(), send()]);
         assert.deepEqual([a.status, b.status, c.status], [a.status, a.status, a.status]);
         assert.ok(a.status < 300, a.text);
@@ -110,9 +100,9 @@ for (const dialect of DIALECTS) {
     test('a retry while the first request still runs past a second gets a 429 with Retry-After', async () => {
       const rx = await slowReceiver(1_800);
       try {
-        const hook = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
+        const hook = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_test' } });
         const id = hook.body.data.id;
-        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {}, headers: IK('k-slow') });
+        const send = () => t.request('POST', `/v1/webhooks/${id}/test`, { key: t.key, body: {}, headers: IK('k-slow') });
         const first = send();
         await new Promise((r) => setTimeout(r, 100));
         const second = await send();
@@ -131,13 +121,13 @@ for (const dialect of DIALECTS) {
 
     test('the order of a body\'s keys does not make another request: a reordered retry is a replay', async () => {
       const first = await t.request('POST', '/v1/chat/conversations', {
-        key,
+        key: t.key,
         raw: '{"customerId":"cus_order","metadata":{"plan":"pro","seats":3,"tags":[{"b":1,"a":2}]}}',
         headers: { 'content-type': 'application/json', ...IK('k-order') },
       });
       assert.equal(first.status, 201, first.text);
       const reordered = await t.request('POST', '/v1/chat/conversations', {
-        key,
+        key: t.key,
         raw: '{"metadata":{"tags":[{"a":2,"b":1}],"seats":3,"plan":"pro"},"customerId":"cus_order"}',
         headers: { 'content-type': 'application/json', ...IK('k-order') },
       });
@@ -146,7 +136,7 @@ for (const dialect of DIALECTS) {
       assert.equal(reordered.text, first.text);
       // Array order does carry meaning: that is another request.
       const otherArray = await t.request('POST', '/v1/chat/conversations', {
-        key,
+        key: t.key,
         raw: '{"customerId":"cus_order","metadata":{"plan":"pro","seats":3,"tags":[{"a":2,"b":1},{}]}}',
         headers: { 'content-type': 'application/json', ...IK('k-order') },
       });
@@ -160,11 +150,11 @@ for (const dialect of DIALECTS) {
       const body = JSON.parse(raw) as Record<string, string>;
       const legacy = createHash('sha256').update(`POST ${url}\n`).update(JSON.stringify(body)).digest('hex');
       assert.notEqual(legacy, requestFingerprint('POST', url, body), 'title before content: not the canonical order');
-      const now = clock.now();
-      await t.ctx.idempotency.claim({ accountId, key: 'k-legacy', fingerprint: legacy, method: 'POST', path: url, now });
+      const now = t.fakeClock.now();
+      await t.ctx.idempotency.claim({ accountId: t.accountId, key: 'k-legacy', fingerprint: legacy, method: 'POST', path: url, now });
       const kept = '{"success":true,"data":{"id":"doc_kept"}}';
-      await t.ctx.idempotency.record({ accountId, key: 'k-legacy', lockedAt: now }, 201, kept);
-      const retry = await t.request('POST', url, { key, raw, headers: { 'content-type': 'application/json', ...IK('k-legacy') } });
+      await t.ctx.idempotency.record({ accountId: t.accountId, key: 'k-legacy', lockedAt: now }, 201, kept);
+      const retry = await t.request('POST', url, { key: t.key, raw, headers: { 'content-type': 'application/json', ...IK('k-legacy') } });
       assert.equal(retry.status, 201, retry.text);
       assert.equal(retry.headers.get('idempotent-replayed'), 'true');
       assert.equal(retry.text, kept);
@@ -182,7 +172,7 @@ for (const dialect of DIALECTS) {
             method: 'POST',
             path: '/v1/documents',
             // An array makes node:http send one header line per value.
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': ['k-twice-1', 'k-twice-2'], 'content-length': Buffer.byteLength(body) },
+            headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'idempotency-key': ['k-twice-1', 'k-twice-2'], 'content-length': Buffer.byteLength(body) },
           },
           (res) => {
             let text = '';
@@ -198,65 +188,65 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(await countDocs(), before);
       // One header line whose value has a comma is one key, as before.
-      assert.equal((await t.request('POST', '/v1/documents', { key, raw: body, headers: { 'content-type': 'application/json', ...IK('k-once, really') } })).status, 201);
+      assert.equal((await t.request('POST', '/v1/documents', { key: t.key, raw: body, headers: { 'content-type': 'application/json', ...IK('k-once, really') } })).status, 201);
     });
 
     test('a key left without an answer (the process died) is taken over once the lease is over', async () => {
       const body = { title: 'After a crash', content: 'c' };
       const url = '/v1/documents';
       // What a process that died mid-request leaves: the key taken, no answer.
-      await t.ctx.idempotency.claim({ accountId, key: 'k-crash', fingerprint: requestFingerprint('POST', url, body), method: 'POST', path: url, now: clock.now() });
-      const during = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      await t.ctx.idempotency.claim({ accountId: t.accountId, key: 'k-crash', fingerprint: requestFingerprint('POST', url, body), method: 'POST', path: url, now: t.fakeClock.now() });
+      const during = await t.request('POST', url, { key: t.key, body, headers: IK('k-crash') });
       assert.equal(during.status, 429, 'within the lease the first request may still be running');
-      clock.advance(idempotencyLeaseMs(t.config) + 1);
-      const afterLease = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      t.fakeClock.advance(idempotencyLeaseMs(t.config) + 1);
+      const afterLease = await t.request('POST', url, { key: t.key, body, headers: IK('k-crash') });
       assert.equal(afterLease.status, 201, afterLease.text);
       assert.equal(afterLease.headers.get('idempotent-replayed'), null);
-      const replay = await t.request('POST', url, { key, body, headers: IK('k-crash') });
+      const replay = await t.request('POST', url, { key: t.key, body, headers: IK('k-crash') });
       assert.equal(replay.text, afterLease.text);
     });
 
     test('keys expire after 24 hours: the worker sweeps them and the key can be used again', async () => {
-      const first = await t.request('POST', '/v1/documents', { key, body: { title: 'Day one', content: 'c' }, headers: IK('k-expiry') });
+      const first = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Day one', content: 'c' }, headers: IK('k-expiry') });
       assert.equal(first.status, 201);
-      clock.advance(IDEMPOTENCY_TTL_MS - 1_000);
-      const stillKept = await t.request('POST', '/v1/documents', { key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
+      t.fakeClock.advance(IDEMPOTENCY_TTL_MS - 1_000);
+      const stillKept = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
       assert.equal(stillKept.status, 400);
-      clock.advance(2_000);
-      const reused = await t.request('POST', '/v1/documents', { key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
+      t.fakeClock.advance(2_000);
+      const reused = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Day two', content: 'c' }, headers: IK('k-expiry') });
       assert.equal(reused.status, 201, 'an expired key is free even before the sweep');
-      clock.advance(IDEMPOTENCY_TTL_MS + 1);
-      const swept = await t.ctx.idempotency.sweep(clock.now());
+      t.fakeClock.advance(IDEMPOTENCY_TTL_MS + 1);
+      const swept = await t.ctx.idempotency.sweep(t.fakeClock.now());
       assert.ok(swept >= 1);
-      const left = await t.ctx.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', accountId).execute();
+      const left = await t.ctx.db.selectFrom('idempotency_keys').select('key').where('account_id', '=', t.accountId).execute();
       assert.deepEqual(left, []);
     });
 
     test('a key must be 1 to 255 printable ASCII characters; GET, PUT and DELETE ignore it', async () => {
       for (const bad of ['x'.repeat(256), 'clé']) {
-        const r = await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' }, headers: IK(bad) });
+        const r = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 't', content: 'c' }, headers: IK(bad) });
         assert.equal(r.status, 400, bad);
         assert.match(r.body.error.message, /header\.Idempotency-Key must be/);
       }
-      assert.equal((await t.request('POST', '/v1/documents', { key, body: { title: 't', content: 'c' }, headers: IK('x'.repeat(255)) })).status, 201);
-      const g1 = await t.request('GET', '/v1/documents', { key, headers: IK('k-get') });
-      const g2 = await t.request('GET', '/v1/documents', { key, headers: IK('k-get') });
+      assert.equal((await t.request('POST', '/v1/documents', { key: t.key, body: { title: 't', content: 'c' }, headers: IK('x'.repeat(255)) })).status, 201);
+      const g1 = await t.request('GET', '/v1/documents', { key: t.key, headers: IK('k-get') });
+      const g2 = await t.request('GET', '/v1/documents', { key: t.key, headers: IK('k-get') });
       assert.equal(g2.headers.get('idempotent-replayed'), null);
       assert.equal(g1.status, 200);
     });
 
     test('the chat channel: a resent message is answered once and appears once', async () => {
-      const pub = await t.request('POST', '/v1/chat/conversations', { key, body: {}, headers: IK('k-chat-start') });
+      const pub = await t.request('POST', '/v1/chat/conversations', { key: t.key, body: {}, headers: IK('k-chat-start') });
       assert.equal(pub.status, 201, pub.text);
-      const again = await t.request('POST', '/v1/chat/conversations', { key, body: {}, headers: IK('k-chat-start') });
+      const again = await t.request('POST', '/v1/chat/conversations', { key: t.key, body: {}, headers: IK('k-chat-start') });
       assert.equal(again.body.data.conversation.id, pub.body.data.conversation.id);
       const id = pub.body.data.conversation.id;
-      const send = () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'where is my order?' }, headers: IK('k-chat-msg') });
+      const send = () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: 'where is my order?' }, headers: IK('k-chat-msg') });
       const m1 = await send();
       const m2 = await send();
       assert.equal(m1.status, 200, m1.text);
       assert.equal(m2.text, m1.text);
-      const conv = await t.request('GET', `/v1/conversations/${id}`, { key });
+      const conv = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
       const customer = conv.body.data.messages.filter((m: { role: string }) => m.role === 'customer');
       assert.equal(customer.length, 1);
     });

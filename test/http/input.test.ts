@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { contentTypeCharset, findTextProblem, MAX_BODY_DEPTH, nestsDeeperThan } from '../../src/http/json.js';
-import { createTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { useTestApp, type TestResponse } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 /** The spec envelope, the 400 code, and a message matching `message`. */
@@ -16,32 +16,26 @@ const nestedMetadata = (levels: number, open = '{"a":', close = '}') => `{"metad
 
 for (const dialect of DIALECTS) {
   describe(`input rules of bodies, paths and query strings (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     const json = { 'content-type': 'application/json' };
 
     test(`bodies nesting deeper than ${MAX_BODY_DEPTH} levels are a 400, not a stack overflow (500)`, async () => {
       // The audit's body: 100,000 levels of metadata, ~600 KB, under the 1 MiB limit.
       const deep = `{"metadata":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`;
-      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key, raw: deep, headers: json }), /^body must not nest objects and arrays deeper than 64 levels$/);
+      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: deep, headers: json }), /^body must not nest objects and arrays deeper than 64 levels$/);
       const deepArray = `{"metadata":{"x":${'['.repeat(200_000)}${']'.repeat(200_000)}}}`;
-      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key, raw: deepArray, headers: json }), /deeper than 64 levels/);
+      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: deepArray, headers: json }), /deeper than 64 levels/);
       // With an Idempotency-Key the fingerprint of the body used to overflow first.
       assertInvalid(
-        await t.request('POST', '/v1/chat/conversations', { key, raw: deep, headers: { ...json, 'idempotency-key': 'k-deep' } }),
+        await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: deep, headers: { ...json, 'idempotency-key': 'k-deep' } }),
         /deeper than 64 levels/,
       );
       // Exactly at the limit is a body like any other; one level more is refused.
       assert.equal(nestedMetadata(MAX_BODY_DEPTH).length > 2 * MAX_BODY_DEPTH, true);
-      const atLimit = await t.request('POST', '/v1/chat/conversations', { key, raw: nestedMetadata(MAX_BODY_DEPTH), headers: { ...json, 'idempotency-key': 'k-64' } });
+      const atLimit = await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: nestedMetadata(MAX_BODY_DEPTH), headers: { ...json, 'idempotency-key': 'k-64' } });
       assert.equal(atLimit.status, 201, atLimit.text);
-      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key, raw: nestedMetadata(MAX_BODY_DEPTH + 1), headers: json }), /deeper than 64 levels/);
+      assertInvalid(await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: nestedMetadata(MAX_BODY_DEPTH + 1), headers: json }), /deeper than 64 levels/);
       // The service is fine afterwards.
       assert.equal((await t.request('GET', '/v1/health')).status, 200);
     });
@@ -58,16 +52,16 @@ for (const dialect of DIALECTS) {
         ['/v1/webhooks', '{"url":"https://example.com/h","events":["escalation"],"secret":"whsec_\\ud800_12345678"}', /^body\.secret must be well-formed Unicode/],
       ];
       for (const [path, raw, message] of cases) {
-        const r = await t.request('POST', path, { key, raw, headers: json });
+        const r = await t.request('POST', path, { key: t.key, raw, headers: json });
         assertInvalid(r, message);
         assert.match(r.body.error.message, /no unpaired UTF-16 surrogates/);
       }
       // NUL keeps its own rule, now naming the field too.
-      assertInvalid(await t.request('POST', '/v1/documents', { key, raw: '{"title":"a\\u0000b","content":"x"}', headers: json }), /^body\.title must not contain NUL/);
+      assertInvalid(await t.request('POST', '/v1/documents', { key: t.key, raw: '{"title":"a\\u0000b","content":"x"}', headers: json }), /^body\.title must not contain NUL/);
       // A well-formed pair, escaped or raw, is stored and read back exactly on both databases.
-      const c = await t.request('POST', '/v1/documents', { key, raw: '{"title":"S\\ud83d\\ude00E 😀","content":"x"}', headers: json });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, raw: '{"title":"S\\ud83d\\ude00E 😀","content":"x"}', headers: json });
       assert.equal(c.status, 201, c.text);
-      const g = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key });
+      const g = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key: t.key });
       assert.equal(g.body.data.title, 'S😀E 😀');
     });
 
@@ -78,9 +72,9 @@ for (const dialect of DIALECTS) {
       assert.match(findTextProblem({ status: 'all', category: ['a', 'b\udc00'] }, 'query') ?? '', /^query\.category\[1\] must be well-formed Unicode/);
       assert.match(findTextProblem({ 'x\u0000': '1' }, 'query') ?? '', /^query has a key that must not contain NUL/);
       assert.equal(findTextProblem({ id: 'doc_😀', q: ['a', 'b'] }, 'path'), null);
-      assertInvalid(await t.request('GET', '/v1/documents/%ED%A0%80', { key }), /URL is not valid|well-formed/);
-      assertInvalid(await t.request('GET', '/v1/documents/a%00b', { key }), /^path\.id must not contain NUL/);
-      const q = await t.request('GET', '/v1/faqs?category=%ED%A0%80', { key });
+      assertInvalid(await t.request('GET', '/v1/documents/%ED%A0%80', { key: t.key }), /URL is not valid|well-formed/);
+      assertInvalid(await t.request('GET', '/v1/documents/a%00b', { key: t.key }), /^path\.id must not contain NUL/);
+      const q = await t.request('GET', '/v1/faqs?category=%ED%A0%80', { key: t.key });
       assert.equal(q.status, 400, q.text);
     });
 
@@ -99,25 +93,25 @@ for (const dialect of DIALECTS) {
         ['/v1/conversations', '5.0'],
         ['/v1/analytics/topics', '1e1'],
       ]) {
-        assertInvalid(await t.request('GET', `${path}?limit=${value}`, { key }), /^query\.limit must be an integer written in plain decimal digits/);
+        assertInvalid(await t.request('GET', `${path}?limit=${value}`, { key: t.key }), /^query\.limit must be an integer written in plain decimal digits/);
       }
-      assertInvalid(await t.request('GET', '/v1/documents?offset=1e3', { key }), /^query\.offset must be an integer written in plain decimal digits/);
+      assertInvalid(await t.request('GET', '/v1/documents?offset=1e3', { key: t.key }), /^query\.offset must be an integer written in plain decimal digits/);
       // Plain digits work as before; a minus sign reaches the field's own range rule.
-      const ok = await t.request('GET', '/v1/documents?limit=10&offset=007', { key });
+      const ok = await t.request('GET', '/v1/documents?limit=10&offset=007', { key: t.key });
       assert.equal(ok.status, 200, ok.text);
       assert.equal(ok.body.data.limit, 10);
       assert.equal(ok.body.data.offset, 7);
-      assertInvalid(await t.request('GET', '/v1/documents?offset=-1', { key }), /^query\.offset must be at least 0$/);
-      assertInvalid(await t.request('GET', '/v1/documents?limit=101', { key }), /^query\.limit must be at most 100$/);
+      assertInvalid(await t.request('GET', '/v1/documents?offset=-1', { key: t.key }), /^query\.offset must be at least 0$/);
+      assertInvalid(await t.request('GET', '/v1/documents?limit=101', { key: t.key }), /^query\.limit must be at most 100$/);
     });
 
     test('Content-Type charsets other than UTF-8 are refused; utf-8 in any case or quoted is fine', async () => {
       const raw = '{"title":"Café","content":"x"}';
       for (const type of ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset="utf-16"', 'application/json; charset=']) {
-        assertInvalid(await t.request('POST', '/v1/documents', { key, raw, headers: { 'content-type': type } }), /^header\.Content-Type charset must be utf-8/);
+        assertInvalid(await t.request('POST', '/v1/documents', { key: t.key, raw, headers: { 'content-type': type } }), /^header\.Content-Type charset must be utf-8/);
       }
       for (const type of ['application/json; charset=utf-8', 'application/json; charset=UTF-8', 'application/json; Charset="Utf-8"', 'application/json;charset=utf8', 'application/json']) {
-        const r = await t.request('POST', '/v1/documents', { key, raw, headers: { 'content-type': type } });
+        const r = await t.request('POST', '/v1/documents', { key: t.key, raw, headers: { 'content-type': type } });
         assert.equal(r.status, 201, `${type}: ${r.text}`);
         assert.equal(r.body.data.title, 'Café');
       }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { before, describe, test } from 'node:test';
+import { useTestApp } from '../helpers/app.js';
 
 /** Every route the service answers under /v1, with its success status and whether it can answer 404. */
 const ROUTES = [
@@ -66,16 +66,14 @@ function collectRefs(node: unknown, out: string[] = []): string[] {
 }
 
 describe('OpenAPI document', () => {
-  let t: TestApp;
+  const t = useTestApp('sqlite');
   let doc: any;
   before(async () => {
-    t = await createTestApp('sqlite');
     const r = await t.request('GET', '/v1/openapi.json');
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type') ?? '', /application\/json/);
     doc = r.body;
   });
-  after(() => t.close());
 
   test('is OpenAPI 3.1 with info, the /v1 server and bearer security', () => {
     assert.equal(doc.openapi, '3.1.0');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { ERROR_STATUS } from '../../src/http/errors.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 
 const NUM_RUNS = Number(process.env.PROPERTY_RUNS ?? 120);
@@ -150,20 +150,14 @@ const ROUTES = [
 
 for (const dialect of DIALECTS) {
   describe(`hostile input never breaks the envelope (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
+    const t = useTestApp(dialect);
     const ids: string[] = [];
     before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
       // real ids too, so PUT and DELETE reach the database with hostile bodies
       for (let i = 0; i < 3; i++) {
-        ids.push((await t.request('POST', '/v1/documents', { key, body: { title: `t${i}`, content: 'c' } })).body.data.id);
-        ids.push((await t.request('POST', '/v1/faqs', { key, body: { question: `q${i}`, answer: 'a', category: 'c' } })).body.data.id);
+        ids.push((await t.request('POST', '/v1/documents', { key: t.key, body: { title: `t${i}`, content: 'c' } })).body.data.id);
+        ids.push((await t.request('POST', '/v1/faqs', { key: t.key, body: { question: `q${i}`, answer: 'a', category: 'c' } })).body.data.id);
       }
-    });
-    after(async () => {
-      await t.close();
     });
 
     test('hostile bodies at every route that takes one', async () => {
@@ -175,7 +169,7 @@ for (const dialect of DIALECTS) {
           fc.nat(),
           async ([method, path, kind], body, type, pick) => {
             const full = kind === 'item' ? `${path}${ids[pick % ids.length]}` : path;
-            const r = await raw(t.baseUrl, method, full, { authorization: `Bearer ${key}`, 'content-type': type }, method === 'GET' ? undefined : body);
+            const r = await raw(t.baseUrl, method, full, { authorization: `Bearer ${t.key}`, 'content-type': type }, method === 'GET' ? undefined : body);
             assertEnvelope(r, `${method} ${full} [${type}] ${body.slice(0, 120)}`);
           },
         ),
@@ -188,7 +182,7 @@ for (const dialect of DIALECTS) {
         fc.asyncProperty(fc.constantFrom(...ROUTES), idSegment, queryString, fc.option(rawBody), async ([method, path, kind], id, qs, body) => {
           const full = `${kind === 'item' ? `${path}${id}` : path}${qs}`;
           const send = method === 'GET' || body === null ? undefined : body;
-          const r = await raw(t.baseUrl, method, full, { authorization: `Bearer ${key}`, ...(send !== undefined ? { 'content-type': 'application/json' } : {}) }, send);
+          const r = await raw(t.baseUrl, method, full, { authorization: `Bearer ${t.key}`, ...(send !== undefined ? { 'content-type': 'application/json' } : {}) }, send);
           assertEnvelope(r, `${method} ${full}`);
         }),
         { numRuns: NUM_RUNS, includeErrorInReport: true },
@@ -219,7 +213,7 @@ for (const dialect of DIALECTS) {
           fc.array(fc.oneof(fc.constantFrom('v1', 'documents', 'faqs', '..', '.', '', '%2F', 'openapi.json', 'health'), fc.string({ maxLength: 20 }).map(pathSafe)), { maxLength: 5 }),
           async (method, segments) => {
             const path = `/${segments.join('/')}`;
-            const r = await raw(t.baseUrl, method, path, { authorization: `Bearer ${key}` });
+            const r = await raw(t.baseUrl, method, path, { authorization: `Bearer ${t.key}` });
             if (method === 'HEAD') {
               assert.ok(r.status < 500, `HEAD ${path} → ${r.status}`);
               return;
@@ -235,10 +229,10 @@ for (const dialect of DIALECTS) {
     });
 
     test('the seeded records survived every attack unchanged in shape', async () => {
-      const list = await t.request('GET', '/v1/documents?limit=100', { key });
+      const list = await t.request('GET', '/v1/documents?limit=100', { key: t.key });
       assert.equal(list.status, 200);
       assert.equal(typeof list.body.data.total, 'number');
-      const faqs = await t.request('GET', '/v1/faqs?limit=100', { key });
+      const faqs = await t.request('GET', '/v1/faqs?limit=100', { key: t.key });
       assert.equal(faqs.status, 200);
     });
   });

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createTestApp, useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 import { createFreezableRelay } from '../helpers/relay.js';
 
@@ -13,11 +13,7 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 for (const dialect of DIALECTS) {
   describe(`rate limits, in memory (${dialect})`, () => {
-    let t: TestApp;
-    before(async () => {
-      t = await createTestApp(dialect);
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     test('minute window: headers on every response, remaining decreasing, reset in Unix seconds; then 429 with Retry-After', async () => {
       const { key } = await t.account({ minute: 3, day: 1000 });
@@ -116,15 +112,14 @@ for (const dialect of DIALECTS) {
 }
 
 describe('rate limits with Redis', () => {
-  let t: TestApp;
-  let redis: Redis;
   const keyPrefix = `test:rl:${randomBytes(4).toString('hex')}`;
-  before(async () => {
+  const t = useTestApp('sqlite', { redisUrl: REDIS_URL, keyPrefix });
+  let redis: Redis;
+  before(() => {
     redis = new Redis(REDIS_URL);
-    t = await createTestApp('sqlite', { redisUrl: REDIS_URL, keyPrefix });
   });
+  // Runs once the app has closed, so no counter is written after the sweep.
   after(async () => {
-    await t.close();
     const keys = await redis.keys(`${keyPrefix}*`);
     if (keys.length) await redis.del(...keys);
     await redis.quit();

@@ -1,30 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { runDemo } from '../../../src/cli/demo.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 
 /** Edge cases of the chat channel found by the chat audit (invisible text, blanks, bodies, labels, contact). */
 for (const dialect of DIALECTS) {
   describe(`chat channel edges (${dialect})`, () => {
-    let t: TestApp;
-    let accountId: string;
-    let key: string;
+    const t = useTestApp(dialect, { fakeClock: true });
     before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true });
-      ({ accountId, key } = await t.account());
-      await runDemo(t.ctx, accountId);
+      await runDemo(t.ctx, t.accountId);
     });
-    after(() => t.close());
 
     const start = async (body: Record<string, unknown> = {}) => {
-      const r = await t.request('POST', '/v1/chat/conversations', { key, body });
+      const r = await t.request('POST', '/v1/chat/conversations', { key: t.key, body });
       assert.equal(r.status, 201, r.text);
       return r.body.data as { conversation: any; messages: any[] };
     };
-    const send = (id: string, content: string) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content } });
+    const send = (id: string, content: string) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content } });
     const events = async (kind: string, conversationId: string) =>
-      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', kind).orderBy(insertionOrder(t.database.dialect)).execute())
+      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', t.accountId).where('kind', '=', kind).orderBy(insertionOrder(t.database.dialect)).execute())
         .map((e) => JSON.parse(e.payload).data)
         .filter((d) => d.conversationId === conversationId);
     const refused = (r: { status: number; text: string; body: any }, message: string) => {
@@ -38,7 +33,7 @@ for (const dialect of DIALECTS) {
       for (const content of ['\u200b', '\u200b\u200b\u2060\ufeff', '\u200c\u200d', ' \u200b\n\t\u00a0\u3000', '\u00ad', '\ufe0f']) {
         refused(await send(conversation.id, content), 'body.content must not be blank');
       }
-      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key: t.key });
       assert.equal(g.body.data.conversation.status, 'active');
       assert.equal(g.body.data.conversation.messageCount, 1);
       // Visible text with a zero-width character in it is a message.
@@ -47,9 +42,9 @@ for (const dialect of DIALECTS) {
     });
 
     test('every "must not be blank" field refuses zero-width-only text (documents, FAQs, workflows)', async () => {
-      refused(await t.request('POST', '/v1/documents', { key, body: { title: '\u200b', content: 'Some content.' } }), 'body.title must not be blank');
-      refused(await t.request('POST', '/v1/faqs', { key, body: { question: '\u2060\ufeff', answer: 'a', category: 'c' } }), 'body.question must not be blank');
-      const w = await t.request('POST', '/v1/workflows', { key, body: { slug: 'zw', name: '\u200d', triggers: ['book a demo'], fields: [] } });
+      refused(await t.request('POST', '/v1/documents', { key: t.key, body: { title: '\u200b', content: 'Some content.' } }), 'body.title must not be blank');
+      refused(await t.request('POST', '/v1/faqs', { key: t.key, body: { question: '\u2060\ufeff', answer: 'a', category: 'c' } }), 'body.question must not be blank');
+      const w = await t.request('POST', '/v1/workflows', { key: t.key, body: { slug: 'zw', name: '\u200d', triggers: ['book a demo'], fields: [] } });
       refused(w, 'body.name must not be blank');
     });
 
@@ -63,14 +58,14 @@ for (const dialect of DIALECTS) {
       assert.equal(more.length, 0);
       assert.equal(esc.customerEmail, 'jo@acme.test');
       assert.equal(esc.reason, 'customer_request');
-      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key: t.key });
       assert.equal(g.body.data.conversation.customerEmail, 'jo@acme.test');
     });
 
     test('after escalating: no offer of a person, and an email (a correction too) is the contact address, not a question', async () => {
       const { conversation } = await start();
       const id = conversation.id;
-      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key })).status, 200);
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: t.key })).status, 200);
       const unknown = await send(id, 'do you deliver to mars?');
       const text = unknown.body.data.messages[1].content as string;
       assert.doesNotMatch(text, /Would you like me to connect you/);
@@ -101,7 +96,7 @@ for (const dialect of DIALECTS) {
         [{ persona: ' ' }, 'persona'],
         [{ customerId: 'cus_ok', persona: '\u200b' }, 'persona'],
       ] as const) {
-        refused(await t.request('POST', '/v1/chat/conversations', { key, body }), `body.${field} must not be blank`);
+        refused(await t.request('POST', '/v1/chat/conversations', { key: t.key, body }), `body.${field} must not be blank`);
       }
       const { conversation } = await start({ customerLabel: 'Ada' });
       for (const [extra, field] of [
@@ -109,13 +104,13 @@ for (const dialect of DIALECTS) {
         [{ phone: ' ' }, 'phone'],
         [{ message: '  \n' }, 'message'],
       ] as const) {
-        refused(await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', ...extra } }), `body.${field} must not be blank`);
+        refused(await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key: t.key, body: { email: 'a@b.co', ...extra } }), `body.${field} must not be blank`);
       }
-      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key });
+      const g = await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key: t.key });
       assert.equal(g.body.data.conversation.customerLabel, 'Ada', 'the label was not overwritten');
       assert.equal(g.body.data.conversation.customerEmail, null);
       assert.equal((await events('escalation.submitted', conversation.id)).length, 0);
-      const ok = await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key, body: { email: 'a@b.co', name: 'Ada L.', phone: '+1 555 0100', message: 'call me' } });
+      const ok = await t.request('POST', `/v1/chat/conversations/${conversation.id}/contact`, { key: t.key, body: { email: 'a@b.co', name: 'Ada L.', phone: '+1 555 0100', message: 'call me' } });
       assert.equal(ok.status, 200, ok.text);
       assert.equal(ok.body.data.conversation.customerLabel, 'Ada L.');
     });
@@ -123,16 +118,16 @@ for (const dialect of DIALECTS) {
     test('end takes no fields: unknown ones are refused by name; no body, an empty body or {} end it', async () => {
       const { conversation } = await start();
       const path = `/v1/chat/conversations/${conversation.id}/end`;
-      refused(await t.request('POST', path, { key, body: { foo: 1 } }), 'body.foo is not a known field');
-      refused(await t.request('POST', path, { key, body: { reason: 'done' } }), 'body.reason is not a known field');
-      refused(await t.request('POST', path, { key, body: [] }), 'body must be of type object');
-      assert.equal((await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key })).body.data.conversation.endedAt, null, 'still open');
-      const bare = await t.request('POST', path, { key });
+      refused(await t.request('POST', path, { key: t.key, body: { foo: 1 } }), 'body.foo is not a known field');
+      refused(await t.request('POST', path, { key: t.key, body: { reason: 'done' } }), 'body.reason is not a known field');
+      refused(await t.request('POST', path, { key: t.key, body: [] }), 'body must be of type object');
+      assert.equal((await t.request('GET', `/v1/chat/conversations/${conversation.id}`, { key: t.key })).body.data.conversation.endedAt, null, 'still open');
+      const bare = await t.request('POST', path, { key: t.key });
       assert.equal(bare.status, 200, bare.text);
       assert.notEqual(bare.body.data.conversation.endedAt, null);
       for (const opts of [{ body: {} }, { raw: '', headers: { 'content-type': 'application/json' } }]) {
         const { conversation: c } = await start();
-        const r = await t.request('POST', `/v1/chat/conversations/${c.id}/end`, { key, ...opts });
+        const r = await t.request('POST', `/v1/chat/conversations/${c.id}/end`, { key: t.key, ...opts });
         assert.equal(r.status, 200, r.text);
         assert.notEqual(r.body.data.conversation.endedAt, null);
       }
@@ -141,7 +136,7 @@ for (const dialect of DIALECTS) {
     test('a document titled in another script gives a tag and topic in that script; a title without letters gives the document id; "" never reaches /analytics/topics', async () => {
       const from = new Date(t.clock.now() - 1000).toISOString();
       const doc = async (title: string, content: string) => {
-        const r = await t.request('POST', '/v1/documents', { key, body: { title, content, status: 'active' } });
+        const r = await t.request('POST', '/v1/documents', { key: t.key, body: { title, content, status: 'active' } });
         assert.equal(r.status, 201, r.text);
         return r.body.data.id as string;
       };
@@ -151,7 +146,7 @@ for (const dialect of DIALECTS) {
         const { conversation } = await start();
         const r = await send(conversation.id, question);
         assert.ok(r.body.data.messages[1].sources.length > 0, r.text);
-        const end = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key });
+        const end = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key: t.key });
         return end.body.data.conversation as { id: string; tags: string[]; topic: string };
       };
       const narnia = await cited('How long does unicorn courier delivery to Narnia take?');
@@ -165,7 +160,7 @@ for (const dialect of DIALECTS) {
 
       // A conversation stored with topic "" (ended before this fix) is left out of the topics.
       await t.ctx.db.updateTable('conversations').set({ topic: '' }).where('id', '=', atlantis.id).execute();
-      const topics = await t.request('GET', `/v1/analytics/topics?from=${encodeURIComponent(from)}`, { key });
+      const topics = await t.request('GET', `/v1/analytics/topics?from=${encodeURIComponent(from)}`, { key: t.key });
       assert.equal(topics.status, 200, topics.text);
       const names = topics.body.data.topics.map((x: { name: string }) => x.name);
       assert.ok(names.includes('доставка-в-нарнию'), names.join(','));
@@ -231,7 +226,7 @@ for (const dialect of DIALECTS) {
       assert.equal(escalations.length, 1);
       assert.equal(escalations[0].reason, 'customer_request');
       // The yes is not an unanswered question: not in the tags' count, nor a rundown's list.
-      const ended = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key });
+      const ended = await t.request('POST', `/v1/chat/conversations/${conversation.id}/end`, { key: t.key });
       assert.equal(ended.status, 200, ended.text);
 
       // Without the offer just before it, a yes is an ordinary message.
@@ -242,7 +237,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
-      const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
+      const p = await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
       assert.equal(p.status, 200, p.text);
       try {
         const zed = await start({ persona: 'Zed' });
@@ -256,7 +251,7 @@ for (const dialect of DIALECTS) {
         assert.equal(plain.messages[0].content, 'Hey, Robin here.');
         assert.match((await send(plain.conversation.id, 'hello')).body.data.messages[1].content, /I'm Robin\b/);
       } finally {
-        await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+        await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
       }
     });
   });

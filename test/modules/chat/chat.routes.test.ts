@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { runDemo } from '../../../src/cli/demo.js';
 import type { FakeClock } from '../../../src/lib/clock.js';
 import { chatRepository } from '../../../src/modules/chat/chat.repository.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 
 async function eventsOf(t: TestApp, accountId: string) {
@@ -14,20 +14,15 @@ async function eventsOf(t: TestApp, accountId: string) {
 
 for (const dialect of DIALECTS) {
   describe(`chat channel (${dialect})`, () => {
-    let t: TestApp;
-    let accountId: string;
-    let key: string;
+    const t = useTestApp(dialect, { fakeClock: true, env: { CONVERSATION_IDLE_TIMEOUT: '30m' } });
     let publicKey: string;
     before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true, env: { CONVERSATION_IDLE_TIMEOUT: '30m' } });
-      ({ accountId, key } = await t.account());
-      await runDemo(t.ctx, accountId);
-      publicKey = (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+      await runDemo(t.ctx, t.accountId);
+      publicKey = (await t.ctx.services.accounts.createKey({ accountId: t.accountId, type: 'public' })).key;
       // A draft document and a pending FAQ the assistant must never use.
-      await t.ctx.services.documents.create(accountId, { title: 'Secret loyalty program', content: 'Members of the Platinum Pedal club get 40% off.', status: 'draft' });
-      await t.ctx.services.faqs.create(accountId, { question: 'Is there a Platinum Pedal club?', answer: 'Yes, 40% off.', category: 'loyalty', status: 'pending' });
+      await t.ctx.services.documents.create(t.accountId, { title: 'Secret loyalty program', content: 'Members of the Platinum Pedal club get 40% off.', status: 'draft' });
+      await t.ctx.services.faqs.create(t.accountId, { question: 'Is there a Platinum Pedal club?', answer: 'Yes, 40% off.', category: 'loyalty', status: 'pending' });
     });
-    after(() => t.close());
 
     test('start answers 201 with the conversation and the greeting, and emits started + message', async () => {
       const r = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { customerId: 'cus_1', customerLabel: 'Ada', metadata: { page: '/pricing' } } });
@@ -40,7 +35,7 @@ for (const dialect of DIALECTS) {
       assert.equal(messages.length, 1);
       assert.equal(messages[0].role, 'assistant');
       assert.match(messages[0].content, /Assistant/);
-      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === conversation.id);
+      const evs = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === conversation.id);
       assert.deepEqual(evs.map((e) => e.event), ['conversation.started', 'conversation.message']);
       assert.deepEqual(evs[0]!.data, { conversationId: conversation.id, customerId: 'cus_1', customerLabel: 'Ada', persona: 'Assistant', metadata: { page: '/pricing' } });
     });
@@ -55,7 +50,7 @@ for (const dialect of DIALECTS) {
       assert.equal(assistant.role, 'assistant');
       assert.ok(assistant.sources.length >= 1, 'cites a source');
       assert.match(assistant.content, /5 to 10 business days/);
-      const msgs = (await eventsOf(t, accountId)).filter((e) => e.event === 'conversation.message' && e.data.conversationId === id);
+      const msgs = (await eventsOf(t, t.accountId)).filter((e) => e.event === 'conversation.message' && e.data.conversationId === id);
       assert.deepEqual(msgs.map((e) => e.data.role), ['assistant', 'customer', 'assistant']);
       assert.equal(msgs[1]!.data.content, 'How long do refunds take to get my money back?');
     });
@@ -71,7 +66,7 @@ for (const dialect of DIALECTS) {
       const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
       assert.equal(g.body.data.conversation.status, 'escalated');
       assert.equal(g.body.data.conversation.escalationReason, 'no_answer');
-      const esc = (await eventsOf(t, accountId)).filter((e) => e.event === 'escalation' && e.data.conversationId === id);
+      const esc = (await eventsOf(t, t.accountId)).filter((e) => e.event === 'escalation' && e.data.conversationId === id);
       assert.equal(esc.length, 1);
       assert.equal(esc[0]!.data.reason, 'no_answer');
       assert.equal(esc[0]!.data.customerEmail, 'ada@example.com');
@@ -89,7 +84,7 @@ for (const dialect of DIALECTS) {
       assert.equal(g.body.data.conversation.escalationReason, 'customer_request');
       const r2 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'sure, it is bob@example.org' } });
       assert.match(r2.body.data.messages[1].content, /bob@example\.org/);
-      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === id);
+      const evs = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === id);
       assert.equal(evs.filter((e) => e.event === 'escalation').length, 1);
       const sub = evs.find((e) => e.event === 'escalation.submitted');
       assert.equal(sub?.data.customerEmail, 'bob@example.org');
@@ -118,7 +113,7 @@ for (const dialect of DIALECTS) {
       const send = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'hello?' } });
       assert.equal(send.status, 400);
       assert.equal(send.body.error.code, 'INVALID_REQUEST');
-      const evs = (await eventsOf(t, accountId)).filter((e) => e.data.conversationId === id);
+      const evs = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === id);
       assert.equal(evs.filter((e) => e.event === 'escalation').length, 1);
       assert.equal(evs.find((e) => e.event === 'escalation')!.data.reason, 'billing_dispute');
       const ended = evs.filter((e) => e.event === 'conversation.ended');
@@ -184,47 +179,41 @@ for (const dialect of DIALECTS) {
       const other = await t.account();
       const foreign = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: other.key, body: { content: 'hi' } });
       assert.equal(foreign.status, 404);
-      const viaServer = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+      const viaServer = await t.request('POST', '/v1/chat/conversations', { key: t.key, body: {} });
       assert.equal(viaServer.status, 201);
     });
 
     test('persona settings drive the greeting', async () => {
-      const p = await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Spoke', greeting: 'Hey, {name} here!' } });
+      const p = await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Spoke', greeting: 'Hey, {name} here!' } });
       assert.equal(p.status, 200, p.text);
       assert.equal(p.body.data.name, 'Spoke');
       const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
       assert.equal(s.body.data.messages[0].content, 'Hey, Spoke here!');
       assert.equal(s.body.data.conversation.persona, 'Spoke');
-      await t.request('PUT', '/v1/settings/assistant', { key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+      await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
     });
   });
 }
 
 for (const dialect of DIALECTS) {
   describe(`chat bodies that may be left out (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     test('start and escalate accept no body at all, or an empty JSON body, as {}', async () => {
-      const bare = await t.request('POST', '/v1/chat/conversations', { key });
+      const bare = await t.request('POST', '/v1/chat/conversations', { key: t.key });
       assert.equal(bare.status, 201, bare.text);
-      const empty = await t.request('POST', '/v1/chat/conversations', { key, raw: '', headers: { 'content-type': 'application/json' } });
+      const empty = await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: '', headers: { 'content-type': 'application/json' } });
       assert.equal(empty.status, 201, empty.text);
-      const esc = await t.request('POST', `/v1/chat/conversations/${bare.body.data.conversation.id}/escalate`, { key });
+      const esc = await t.request('POST', `/v1/chat/conversations/${bare.body.data.conversation.id}/escalate`, { key: t.key });
       assert.equal(esc.status, 200, esc.text);
       assert.equal(esc.body.data.conversation.escalationReason, 'customer_request');
     });
 
     test('a body sent with the wrong Content-Type is still refused, and a required body still required', async () => {
-      const wrong = await t.request('POST', '/v1/chat/conversations', { key, raw: '{"customerId":"x"}', headers: { 'content-type': 'text/plain' } });
+      const wrong = await t.request('POST', '/v1/chat/conversations', { key: t.key, raw: '{"customerId":"x"}', headers: { 'content-type': 'text/plain' } });
       assert.equal(wrong.status, 400);
-      const s = await t.request('POST', '/v1/chat/conversations', { key });
-      const noContent = await t.request('POST', `/v1/chat/conversations/${s.body.data.conversation.id}/messages`, { key });
+      const s = await t.request('POST', '/v1/chat/conversations', { key: t.key });
+      const noContent = await t.request('POST', `/v1/chat/conversations/${s.body.data.conversation.id}/messages`, { key: t.key });
       assert.equal(noContent.status, 400);
       assert.equal(noContent.body.error.code, 'INVALID_REQUEST');
     });
@@ -233,22 +222,16 @@ for (const dialect of DIALECTS) {
 
 for (const dialect of DIALECTS) {
   describe(`concurrent messages to one conversation (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     test('ten sends at once: every message stored and counted, none lost', async () => {
-      const s = await t.request('POST', '/v1/chat/conversations', { key });
+      const s = await t.request('POST', '/v1/chat/conversations', { key: t.key });
       const id = s.body.data.conversation.id;
       const sent = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: `question number ${i} about shipping` } })),
+        Array.from({ length: 10 }, (_, i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: `question number ${i} about shipping` } })),
       );
       assert.ok(sent.every((r) => r.status === 200));
-      const g = await t.request('GET', `/v1/conversations/${id}`, { key });
+      const g = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
       assert.equal(g.body.data.messages.length, 21);
       assert.equal(g.body.data.messageCount, 21);
     });

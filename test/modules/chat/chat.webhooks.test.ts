@@ -1,49 +1,29 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { runDemo } from '../../../src/cli/demo.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
-import { assertVerifies, startWorker, waitFor } from '../webhooks/delivery-helpers.js';
-import { startServer, type TestServer } from '../webhooks/helpers.js';
+import { useWebhookReceiver } from '../../helpers/webhooks.js';
+import { assertVerifies, waitFor } from '../webhooks/delivery-helpers.js';
 
 const SECRET = 'chat-webhook-secret';
 
 for (const dialect of DIALECTS) {
   describe(`chat events reach a registered webhook (${dialect})`, () => {
-    let t: TestApp;
-    let receiver: TestServer;
-    let worker: ReturnType<typeof startWorker>;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      receiver = await startServer();
-      const acct = await t.account();
-      key = acct.key;
-      await runDemo(t.ctx, acct.accountId);
-      const wh = await t.request('POST', '/v1/webhooks', {
-        key,
-        body: {
-          url: `${receiver.url}/hooks`,
-          secret: SECRET,
-          events: ['conversation.started', 'conversation.message', 'conversation.ended', 'conversation.escalated', 'escalation.submitted'],
-        },
-      });
-      assert.equal(wh.status, 201, wh.text);
-      worker = startWorker(t);
-    });
-    after(async () => {
-      await worker.stop();
-      await receiver.close();
-      await t.close();
+    const t = useTestApp(dialect);
+    before(() => runDemo(t.ctx, t.accountId));
+    const receiver = useWebhookReceiver(t, {
+      secret: SECRET,
+      events: ['conversation.started', 'conversation.message', 'conversation.ended', 'conversation.escalated', 'escalation.submitted'],
     });
 
     test('a whole conversation: started, every message, escalation, contact, ended — signed, in the spec shapes', async () => {
-      const s = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId: 'cus_7', customerLabel: 'Grace', metadata: { plan: 'gold' } } });
+      const s = await t.request('POST', '/v1/chat/conversations', { key: t.key, body: { customerId: 'cus_7', customerLabel: 'Grace', metadata: { plan: 'gold' } } });
       const id = s.body.data.conversation.id;
-      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'how do I track my order?' } });
-      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'I want to speak to a human agent' } });
-      await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key, body: { email: 'grace@example.com', phone: '+44 20 7946 0000' } });
-      await t.request('POST', `/v1/chat/conversations/${id}/end`, { key });
+      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: 'how do I track my order?' } });
+      await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: 'I want to speak to a human agent' } });
+      await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: t.key, body: { email: 'grace@example.com', phone: '+44 20 7946 0000' } });
+      await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: t.key });
 
       const bodies = () => receiver.received.map((r) => JSON.parse(r.body.toString('utf8'))).filter((b) => b.data.conversationId === id);
       // started + 5 messages (greeting, 2 customer, 2 assistant) + escalation + submitted + ended

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { FakeClock } from '../../../src/lib/clock.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
 /**
@@ -10,29 +10,22 @@ import { DIALECTS } from '../../helpers/db.js';
  */
 for (const dialect of DIALECTS) {
   describe(`concurrent requests (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
-    before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true });
-      ({ key, accountId } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect, { fakeClock: true });
 
     const start = async () => {
-      const r = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+      const r = await t.request('POST', '/v1/chat/conversations', { key: t.key, body: {} });
       assert.equal(r.status, 201, r.text);
       return r.body.data.conversation.id as string;
     };
     const escalationEvents = async (conversationId: string) =>
-      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', 'escalation').execute())
+      (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', t.accountId).where('kind', '=', 'escalation').execute())
         .map((e) => JSON.parse(e.payload).data)
         .filter((d) => d.conversationId === conversationId);
     const parallel = <T>(n: number, f: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)));
 
     test('parallel escalations of one conversation: one escalation, one event', async () => {
       const id = await start();
-      const rs = await parallel(10, (i) => t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key, body: { reason: `r${i}` } }));
+      const rs = await parallel(10, (i) => t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: t.key, body: { reason: `r${i}` } }));
       for (const r of rs) assert.equal(r.status, 200, r.text);
       const evs = await escalationEvents(id);
       assert.equal(evs.length, 1, `${evs.length} escalation events`);
@@ -43,7 +36,7 @@ for (const dialect of DIALECTS) {
 
     test('parallel "talk to a person" messages: one escalation event, the others are told it is already done', async () => {
       const id = await start();
-      const rs = await parallel(6, () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'talk to a person please' } }));
+      const rs = await parallel(6, () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: 'talk to a person please' } }));
       for (const r of rs) assert.equal(r.status, 200, r.text);
       assert.equal((await escalationEvents(id)).length, 1);
       const replies = rs.map((r) => r.body.data.messages[1].content as string);
@@ -53,7 +46,7 @@ for (const dialect of DIALECTS) {
 
     test('parallel unanswered questions escalate with no_answer, once', async () => {
       const id = await start();
-      const rs = await parallel(10, (i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: `what is the capital of peru ${i}?` } }));
+      const rs = await parallel(10, (i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: `what is the capital of peru ${i}?` } }));
       for (const r of rs) assert.equal(r.status, 200, r.text);
       const c = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       assert.equal(c.status, 'escalated');
@@ -66,9 +59,9 @@ for (const dialect of DIALECTS) {
 
     test('parallel messages in one millisecond keep their question/reply pairs and positions', async () => {
       const id = await start();
-      const rs = await parallel(8, (i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: `hello number ${i}` } }));
+      const rs = await parallel(8, (i) => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: `hello number ${i}` } }));
       for (const r of rs) assert.equal(r.status, 200, r.text);
-      const got = await t.request('GET', `/v1/chat/conversations/${id}`, { key });
+      const got = await t.request('GET', `/v1/chat/conversations/${id}`, { key: t.key });
       const msgs = got.body.data.conversation.messages as Array<{ id: string; role: string; content: string }>;
       assert.equal(msgs.length, 17);
       assert.equal(msgs[0]!.role, 'assistant');
@@ -87,12 +80,12 @@ for (const dialect of DIALECTS) {
       const id = await start();
       const sent: string[] = [];
       for (let i = 0; i < 6; i++) {
-        const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: `question ${i} about nothing` } });
+        const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: `question ${i} about nothing` } });
         assert.equal(r.status, 200, r.text);
         sent.push(...r.body.data.messages.map((m: { id: string }) => m.id));
       }
-      const chat = await t.request('GET', `/v1/chat/conversations/${id}`, { key });
-      const api = await t.request('GET', `/v1/conversations/${id}`, { key });
+      const chat = await t.request('GET', `/v1/chat/conversations/${id}`, { key: t.key });
+      const api = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
       for (const view of [chat.body.data.conversation.messages, api.body.data.messages]) {
         assert.equal(new Set(view.map((m: { timestamp: string }) => m.timestamp)).size, 1, 'one millisecond');
         assert.deepEqual(view.slice(1).map((m: { id: string }) => m.id), sent);
@@ -104,21 +97,21 @@ for (const dialect of DIALECTS) {
     });
 
     test('end racing in-flight messages decides from the row it locked: the event, outcome and tags match the stored conversation', async () => {
-      const faq = await t.request('POST', '/v1/faqs', { key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns', status: 'approved' } });
+      const faq = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns', status: 'approved' } });
       assert.equal(faq.status, 201, faq.text);
       const endedEvent = async (conversationId: string) =>
-        (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', 'conversation.ended').execute())
+        (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', t.accountId).where('kind', '=', 'conversation.ended').execute())
           .map((e) => JSON.parse(e.payload).data)
           .filter((d) => d.conversationId === conversationId);
       for (let round = 0; round < 6; round++) {
         const id = await start();
-        const sends = parallel(6, () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'how long do refunds take?' } }));
+        const sends = parallel(6, () => t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content: 'how long do refunds take?' } }));
         // Let the sends reach their transactions, then end while some are still in flight.
         await new Promise((r) => setTimeout(r, 5 + round * 4));
-        const ended = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key });
+        const ended = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: t.key });
         assert.equal(ended.status, 200, ended.text);
         for (const r of await sends) assert.ok(r.status === 200 || r.status === 400, r.text);
-        const got = await t.request('GET', `/v1/conversations/${id}`, { key });
+        const got = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
         const conv = got.body.data;
         const evs = await endedEvent(id);
         assert.equal(evs.length, 1);
@@ -136,7 +129,7 @@ for (const dialect of DIALECTS) {
 
     test('parallel workflow creates with one slug: one 201, the others the 400 naming body.slug', async () => {
       const body = { slug: 'dup-slug', name: 'D', triggers: ['refund now'], fields: [] };
-      const rs = await parallel(10, () => t.request('POST', '/v1/workflows', { key, body }));
+      const rs = await parallel(10, () => t.request('POST', '/v1/workflows', { key: t.key, body }));
       assert.deepEqual(rs.map((r) => r.status).sort(), [201, 400, 400, 400, 400, 400, 400, 400, 400, 400], rs.map((r) => r.text).join('\n'));
       const winner = rs.find((r) => r.status === 201)!.body.data.id;
       for (const r of rs.filter((x) => x.status === 400)) {
@@ -147,11 +140,11 @@ for (const dialect of DIALECTS) {
 
     test('parallel workflow updates to one slug: one 200, the others the 400 naming body.slug', async () => {
       const ids = await parallel(8, async (i) => {
-        const r = await t.request('POST', '/v1/workflows', { key, body: { slug: `own-${i}`, name: 'W', triggers: ['book a demo'], fields: [] } });
+        const r = await t.request('POST', '/v1/workflows', { key: t.key, body: { slug: `own-${i}`, name: 'W', triggers: ['book a demo'], fields: [] } });
         assert.equal(r.status, 201, r.text);
         return r.body.data.id as string;
       });
-      const rs = await parallel(8, (i) => t.request('PUT', `/v1/workflows/${ids[i]}`, { key, body: { slug: 'taken-slug' } }));
+      const rs = await parallel(8, (i) => t.request('PUT', `/v1/workflows/${ids[i]}`, { key: t.key, body: { slug: 'taken-slug' } }));
       assert.deepEqual(rs.map((r) => r.status).sort(), [200, 400, 400, 400, 400, 400, 400, 400], rs.map((r) => r.text).join('\n'));
       const winner = rs.find((r) => r.status === 200)!.body.data.id;
       for (const r of rs.filter((x) => x.status === 400)) assert.equal(r.body.error.message, `body.slug "taken-slug" is already used by workflow ${winner}`);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { JSDOM, VirtualConsole, type DOMWindow } from 'jsdom';
 import { DASHBOARD_ASSETS_DIR } from '../../../src/modules/dashboard/dashboard.routes.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
 
@@ -114,22 +114,16 @@ async function signIn(page: Page, key: string) {
 
 for (const dialect of DIALECTS) {
   describe(`dashboard (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
+    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '2s' } });
     let rx: TestServer;
     let rxStatus = 200;
     let rxBody = 'ok';
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '2s' } });
-      ({ key } = await t.account());
       rx = await startServer((_req, res) => {
         res.writeHead(rxStatus, { 'content-type': 'text/html' });
         res.end(rxBody);
       });
-    });
-    after(async () => {
-      await rx.close();
-      await t.close();
+      t.beforeClose(() => rx.close());
     });
 
     test('page, script and stylesheet are served without a key, as stored (the script with the event kinds filled in), with the security headers', async () => {
@@ -207,9 +201,9 @@ for (const dialect of DIALECTS) {
         assert.equal(page.window.sessionStorage.length, 0);
         assert.equal(page.$('#sign-in-view')!.hidden, false);
 
-        await signIn(page, key);
+        await signIn(page, t.key);
         await until(() => page.$('#webhooks'), 'the webhooks screen');
-        assert.equal(page.window.sessionStorage.getItem('parley.dashboard.apiKey'), key);
+        assert.equal(page.window.sessionStorage.getItem('parley.dashboard.apiKey'), t.key);
         assert.equal(page.$<HTMLInputElement>('#api-key')!.value, '', 'the key is not left in the field');
         assert.equal(page.window.localStorage.length, 0, 'never in localStorage');
         assert.equal(page.$('#sign-in-view')!.hidden, true);
@@ -232,7 +226,7 @@ for (const dialect of DIALECTS) {
         const row = await until(() => page.$('#webhooks tbody tr[data-id]'), 'the new webhook in the list');
         const id = row.getAttribute('data-id')!;
         assert.match(page.message(), /Webhook registered/);
-        const stored = await t.request('GET', `/v1/webhooks/${id}`, { key });
+        const stored = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
         assert.equal(stored.status, 200);
         assert.equal(stored.body.data.url, url);
         assert.deepEqual(stored.body.data.events, ['conversation.started', 'escalation']);
@@ -247,11 +241,11 @@ for (const dialect of DIALECTS) {
         click(rowOf()?.querySelector('[data-action=toggle]'), 'toggle');
         await until(() => rowOf()?.querySelector('td.status .badge')?.textContent === 'disabled', 'the disabled status');
         assert.match(rowOf()!.querySelector('td.status .reason')!.textContent!, /./, 'the reason is shown');
-        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, false);
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: t.key })).body.data.enabled, false);
         assert.equal(rowOf()!.querySelector('[data-action=toggle]')!.textContent, 'Enable');
         click(rowOf()?.querySelector('[data-action=toggle]'), 'toggle');
         await until(() => rowOf()?.querySelector('td.status')?.textContent === 'enabled', 'the enabled status');
-        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, true);
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: t.key })).body.data.enabled, true);
 
         // A test event reaches the receiver, and the outcome is shown.
         click(rowOf()?.querySelector('[data-action=test]'), 'send test');
@@ -315,12 +309,12 @@ for (const dialect of DIALECTS) {
         click(rowOf()!.querySelector('[data-action=delete]'), 'delete');
         assert.equal(page.confirmed.length, 1);
         assert.ok(page.confirmed[0]!.includes(url));
-        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).status, 200);
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: t.key })).status, 200);
         page.confirmAnswer = true;
         click(rowOf()!.querySelector('[data-action=delete]'), 'delete');
         await until(() => page.message().startsWith('Webhook deleted'), 'the delete message');
         await until(() => !rowOf(), 'the row gone');
-        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).status, 404);
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: t.key })).status, 404);
 
         // Every POST carried its own Idempotency-Key; every call carried the key.
         const posts = page.requests.filter((r) => r.method === 'POST');

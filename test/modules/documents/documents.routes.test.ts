@@ -1,20 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, test } from 'node:test';
+import { useTestApp } from '../../helpers/app.js';
+import { assertListQueriesRefused, assertTenantIsolation } from '../../helpers/collections.js';
 import { DIALECTS } from '../../helpers/db.js';
 
 for (const dialect of DIALECTS) {
   describe(`documents API (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect);
 
     test('create answers 201 with id, title, status, createdAt only', async () => {
-      const r = await t.request('POST', '/v1/documents', { key, body: { title: 'Shipping', content: 'We ship fast.', status: 'active' } });
+      const r = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Shipping', content: 'We ship fast.', status: 'active' } });
       assert.equal(r.status, 201);
       assert.equal(r.body.success, true);
       assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'id', 'status', 'title']);
@@ -25,13 +20,13 @@ for (const dialect of DIALECTS) {
     });
 
     test('status defaults to active', async () => {
-      const r = await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' } });
+      const r = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'x', content: 'y' } });
       assert.equal(r.body.data.status, 'active');
     });
 
     test('get answers the whole document', async () => {
-      const c = await t.request('POST', '/v1/documents', { key, body: { title: 'Returns', content: '30 days.', status: 'draft' } });
-      const r = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Returns', content: '30 days.', status: 'draft' } });
+      const r = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key: t.key });
       assert.equal(r.status, 200);
       assert.deepEqual(Object.keys(r.body.data).sort(), ['content', 'createdAt', 'id', 'status', 'title', 'updatedAt']);
       assert.equal(r.body.data.content, '30 days.');
@@ -40,24 +35,24 @@ for (const dialect of DIALECTS) {
     });
 
     test('PUT merges the given fields, moves updatedAt and answers the whole record', async () => {
-      const c = await t.request('POST', '/v1/documents', { key, body: { title: 'Old', content: 'body', status: 'draft' } });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Old', content: 'body', status: 'draft' } });
       const id = c.body.data.id;
-      const before = await t.request('GET', `/v1/documents/${id}`, { key });
-      const r = await t.request('PUT', `/v1/documents/${id}`, { key, body: { title: 'New' } });
+      const before = await t.request('GET', `/v1/documents/${id}`, { key: t.key });
+      const r = await t.request('PUT', `/v1/documents/${id}`, { key: t.key, body: { title: 'New' } });
       assert.equal(r.status, 200);
       assert.equal(r.body.data.title, 'New');
       assert.equal(r.body.data.content, 'body');
       assert.equal(r.body.data.status, 'draft');
       assert.ok(r.body.data.updatedAt > before.body.data.updatedAt, 'updatedAt moved');
       assert.equal(r.body.data.createdAt, before.body.data.createdAt);
-      const s = await t.request('PUT', `/v1/documents/${id}`, { key, body: { status: 'active' } });
+      const s = await t.request('PUT', `/v1/documents/${id}`, { key: t.key, body: { status: 'active' } });
       assert.equal(s.body.data.status, 'active');
-      const g = await t.request('GET', `/v1/documents/${id}`, { key });
+      const g = await t.request('GET', `/v1/documents/${id}`, { key: t.key });
       assert.deepEqual(g.body.data, s.body.data);
     });
 
     test('PUT with no field, an unknown field or a bad status is 400 and changes nothing', async () => {
-      const c = await t.request('POST', '/v1/documents', { key, body: { title: 'Keep', content: 'c' } });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Keep', content: 'c' } });
       const id = c.body.data.id;
       for (const [body, field] of [
         [{}, 'body'],
@@ -67,13 +62,13 @@ for (const dialect of DIALECTS) {
         [{ title: '   ' }, 'title'],
         [{ title: 'x'.repeat(1001) }, 'title'],
       ] as const) {
-        const r = await t.request('PUT', `/v1/documents/${id}`, { key, body });
+        const r = await t.request('PUT', `/v1/documents/${id}`, { key: t.key, body });
         assert.equal(r.status, 400, JSON.stringify(body));
         assert.equal(r.body.success, false);
         assert.equal(r.body.error.code, 'INVALID_REQUEST');
         assert.match(r.body.error.message, new RegExp(field));
       }
-      const g = await t.request('GET', `/v1/documents/${id}`, { key });
+      const g = await t.request('GET', `/v1/documents/${id}`, { key: t.key });
       assert.equal(g.body.data.title, 'Keep');
     });
 
@@ -88,7 +83,7 @@ for (const dialect of DIALECTS) {
         [[], /body must be of type object/],
       ];
       for (const [body, re] of cases) {
-        const r = await t.request('POST', '/v1/documents', { key, body });
+        const r = await t.request('POST', '/v1/documents', { key: t.key, body });
         assert.equal(r.status, 400);
         assert.equal(r.body.error.code, 'INVALID_REQUEST');
         assert.match(r.body.error.message, re);
@@ -96,14 +91,14 @@ for (const dialect of DIALECTS) {
     });
 
     test('delete answers {deleted: true}; the document is then 404', async () => {
-      const c = await t.request('POST', '/v1/documents', { key, body: { title: 'Gone', content: 'soon' } });
-      const d = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key });
+      const c = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Gone', content: 'soon' } });
+      const d = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key: t.key });
       assert.equal(d.status, 200);
       assert.deepEqual(d.body, { success: true, data: { deleted: true } });
-      const g = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key });
+      const g = await t.request('GET', `/v1/documents/${c.body.data.id}`, { key: t.key });
       assert.equal(g.status, 404);
       assert.equal(g.body.error.code, 'NOT_FOUND');
-      const again = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key });
+      const again = await t.request('DELETE', `/v1/documents/${c.body.data.id}`, { key: t.key });
       assert.equal(again.status, 404);
     });
 
@@ -143,36 +138,24 @@ for (const dialect of DIALECTS) {
     });
 
     test('list query validation', async () => {
-      for (const [q, re] of [
+      await assertListQueriesRefused(t, t.key, '/v1/documents', [
         ['limit=0', /query\.limit must be at least 1/],
         ['limit=101', /query\.limit must be at most 100/],
         ['limit=abc', /query\.limit must be an integer/],
         ['offset=-1', /query\.offset must be at least 0/],
         ['status=published', /query\.status must be one of active, draft, all/],
         ['sort=title', /query\.sort is not a known field/],
-      ] as const) {
-        const r = await t.request('GET', `/v1/documents?${q}`, { key });
-        assert.equal(r.status, 400, q);
-        assert.equal(r.body.error.code, 'INVALID_REQUEST');
-        assert.match(r.body.error.message, re);
-      }
+      ]);
     });
 
     test('tenant isolation: another account cannot read, change, delete or list', async () => {
-      const a = await t.account();
-      const b = await t.account();
-      const c = await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'A secret', content: 'only A' } });
-      const id = c.body.data.id;
-      for (const [method, body] of [['GET'], ['PUT', { title: 'hijack' }], ['DELETE']] as const) {
-        const r = await t.request(method, `/v1/documents/${id}`, { key: b.key, body });
-        assert.equal(r.status, 404, method);
-        assert.equal(r.body.error.code, 'NOT_FOUND');
-        assert.ok(!r.text.includes('A secret'));
-      }
-      const list = await t.request('GET', '/v1/documents', { key: b.key });
-      assert.equal(list.body.data.total, 0);
-      const still = await t.request('GET', `/v1/documents/${id}`, { key: a.key });
-      assert.equal(still.body.data.title, 'A secret');
+      await assertTenantIsolation(t, {
+        path: '/v1/documents',
+        body: { title: 'A secret', content: 'only A' },
+        change: { title: 'hijack' },
+        secret: { field: 'title', value: 'A secret' },
+        list: '/v1/documents',
+      });
     });
   });
 }

@@ -1,41 +1,31 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { createContext, type AppContext } from '../../../src/context.js';
 import { openDatabase, type Database } from '../../../src/db/database.js';
-import type { FakeClock } from '../../../src/lib/clock.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, MIN, T0 } from './helpers.js';
 
 for (const dialect of DIALECTS) {
   describe(`scheduled rundowns (${dialect})`, () => {
-    let t: TestApp;
-    let clock: FakeClock;
-    let a: { accountId: string; key: string };
+    const t = useTestApp(dialect, { fakeClock: T0 + 3 * HOUR });
     // PostgreSQL: a second process's worth of context (its own pool) racing for the same windows.
     let other: { ctx: AppContext; database: Database } | null = null;
 
     before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true });
-      clock = t.clock as FakeClock;
-      clock.set(T0 + 3 * HOUR);
-      a = await t.account();
-      await loadKnowledge(t, a.key);
-      await converse(t, a.key, T0 + 4 * HOUR, ['Do you sell coffee beans?'], { end: true });
-      await converse(t, a.key, T0 + 5 * HOUR, ['do you sell coffee beans'], { end: true });
+      await loadKnowledge(t, t.key);
+      await converse(t, t.key, T0 + 4 * HOUR, ['Do you sell coffee beans?'], { end: true });
+      await converse(t, t.key, T0 + 5 * HOUR, ['do you sell coffee beans'], { end: true });
       if (dialect === 'postgres') {
         const database = openDatabase(t.database.url);
         other = { database, ctx: createContext(t.config, database, t.clock) };
+        t.beforeClose(() => database.close());
         // Open a few connections in both pools first, so the racing runs below really overlap instead of
         // the first one finishing while the others are still connecting.
         for (const db of [t.ctx.db, database.db]) await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.05)`.execute(db)));
       }
-    });
-    after(async () => {
-      await other?.database.close();
-      await t.close();
     });
 
     const scheduled = () => t.ctx.db.selectFrom('rundowns').selectAll().where('trigger', '=', 'schedule').orderBy('from_ts').execute();
@@ -48,37 +38,37 @@ for (const dialect of DIALECTS) {
     });
 
     test('nothing before a complete window has passed since the account was created', async () => {
-      clock.set(T0 + 23 * HOUR);
+      t.fakeClock.set(T0 + 23 * HOUR);
       assert.equal(await t.ctx.services.rundowns.generateDue(), 0);
       assert.equal((await scheduled()).length, 0);
     });
 
     test('concurrent scheduler runs for one window: exactly one rundown, one event, one suggestion', async () => {
-      clock.set(T0 + DAY + 5 * MIN);
+      t.fakeClock.set(T0 + DAY + 5 * MIN);
       const late = await t.account(); // created after the window closed: not its rundown
       const runners = [t.ctx, t.ctx, other?.ctx ?? t.ctx, other?.ctx ?? t.ctx];
       const made = await Promise.all(runners.map((c) => c.services.rundowns.generateDue()));
       assert.equal(made.reduce((x, y) => x + y, 0), 1, `made ${JSON.stringify(made)}`);
       const rows = await scheduled();
       assert.equal(rows.length, 1);
-      assert.equal(rows[0]!.account_id, a.accountId);
+      assert.equal(rows[0]!.account_id, t.accountId);
       assert.notEqual(rows[0]!.account_id, late.accountId);
       assert.equal((await generatedEvents()).length, 1);
 
-      const rd = (await t.request('GET', `/v1/rundowns/${rows[0]!.id}`, { key: a.key })).body.data;
+      const rd = (await t.request('GET', `/v1/rundowns/${rows[0]!.id}`, { key: t.key })).body.data;
       assert.equal(rd.trigger, 'schedule');
       assert.equal(rd.from, iso(T0), 'windows are aligned on UTC midnight for a 24h interval');
       assert.equal(rd.to, iso(T0 + DAY));
       assert.equal(rd.figures.conversations, 2);
       assert.equal(rd.figures.unansweredQuestions, 2);
       assert.equal(rd.suggestedFaqs.length, 1);
-      assert.equal((await t.request('GET', '/v1/faqs?status=pending', { key: a.key })).body.data.total, 1);
+      assert.equal((await t.request('GET', '/v1/faqs?status=pending', { key: t.key })).body.data.total, 1);
 
       assert.deepEqual(await Promise.all(runners.map((c) => c.services.rundowns.generateDue())), [0, 0, 0, 0], 'already made');
     });
 
     test('missed windows are not back-filled: only the last complete one is made', async () => {
-      clock.set(T0 + 4 * DAY + HOUR);
+      t.fakeClock.set(T0 + 4 * DAY + HOUR);
       const task = workerTasks(t.ctx).find((x) => x.name === 'rundown-scheduler')!;
       await task.run(new AbortController().signal);
       const rows = await scheduled();

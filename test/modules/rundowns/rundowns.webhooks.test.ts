@@ -1,49 +1,31 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { verify } from '@octokit/webhooks-methods';
-import type { FakeClock } from '../../../src/lib/clock.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
-import { sleep, startWorker, waitFor } from '../webhooks/delivery-helpers.js';
-import { startServer, type TestServer } from '../webhooks/helpers.js';
+import { useWebhookReceiver } from '../../helpers/webhooks.js';
+import { sleep, waitFor } from '../webhooks/delivery-helpers.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, MIN, T0 } from './helpers.js';
 
 const SECRET = 'rundown-webhook-secret';
 
 for (const dialect of DIALECTS) {
   describe(`rundown.generated reaches a registered webhook (${dialect})`, () => {
-    let t: TestApp;
-    let clock: FakeClock;
-    let receiver: TestServer;
-    let worker: ReturnType<typeof startWorker>;
-    let key: string;
-
+    // The account is created inside the window [T0, T0 + DAY): the worker's first run (at start) has no window to make.
+    const t = useTestApp(dialect, { fakeClock: T0 + MIN });
     before(async () => {
-      t = await createTestApp(dialect, { fakeClock: true });
-      clock = t.clock as FakeClock;
-      // Created inside the window [T0, T0 + DAY): the worker's first run (at start) has no window to make.
-      clock.set(T0 + MIN);
-      receiver = await startServer();
-      ({ key } = await t.account());
-      await loadKnowledge(t, key);
-      const wh = await t.request('POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/hooks`, secret: SECRET, events: ['rundown.generated'] } });
-      assert.equal(wh.status, 201, wh.text);
-      await converse(t, key, T0 + HOUR, ['How long should I brew green tea?'], { end: true });
-      await converse(t, key, T0 + 2 * HOUR, ['Do you sell coffee beans?', 'Do you sell coffee beans?'], { end: true });
-      worker = startWorker(t);
+      await loadKnowledge(t, t.key);
+      await converse(t, t.key, T0 + HOUR, ['How long should I brew green tea?'], { end: true });
+      await converse(t, t.key, T0 + 2 * HOUR, ['Do you sell coffee beans?', 'Do you sell coffee beans?'], { end: true });
     });
-    after(async () => {
-      await worker.stop();
-      await receiver.close();
-      await t.close();
-    });
+    const receiver = useWebhookReceiver(t, { secret: SECRET, events: ['rundown.generated'] });
 
     const bodies = () => receiver.received.map((r) => JSON.parse(r.body.toString('utf8')));
 
     test('a manual rundown: signed delivery with the documented data', async () => {
-      clock.set(T0 + 6 * HOUR);
-      const r = await t.request('POST', '/v1/rundowns', { key, body: { from: iso(T0), to: iso(T0 + 6 * HOUR) } });
+      t.fakeClock.set(T0 + 6 * HOUR);
+      const r = await t.request('POST', '/v1/rundowns', { key: t.key, body: { from: iso(T0), to: iso(T0 + 6 * HOUR) } });
       assert.equal(r.status, 201, r.text);
       const rd = r.body.data;
       await waitFor(() => receiver.received.length >= 1, 'the delivery');
@@ -72,11 +54,11 @@ for (const dialect of DIALECTS) {
     });
 
     test('the worker’s scheduled rundown of the day that just ended is delivered too', async () => {
-      clock.set(T0 + DAY + HOUR);
+      t.fakeClock.set(T0 + DAY + HOUR);
       await workerTasks(t.ctx).find((x) => x.name === 'rundown-scheduler')!.run(new AbortController().signal);
       await waitFor(() => receiver.received.length >= 2, 'the scheduled delivery');
       const scheduled = bodies()[1];
-      const list = (await t.request('GET', '/v1/rundowns?trigger=schedule', { key })).body.data;
+      const list = (await t.request('GET', '/v1/rundowns?trigger=schedule', { key: t.key })).body.data;
       assert.equal(list.total, 1);
       assert.deepEqual(scheduled.data, {
         rundownId: list.rundowns[0].id,

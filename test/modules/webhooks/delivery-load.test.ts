@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { before, describe, test } from 'node:test';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { startServer, type TestServer } from './helpers.js';
 import { startWorker, waitFor } from './delivery-helpers.js';
@@ -10,16 +10,12 @@ import { startWorker, waitFor } from './delivery-helpers.js';
 for (const dialect of DIALECTS) {
   describe(`webhook deliveries under a backlog (${dialect})`, () => {
     const ANSWER_MS = 300;
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
+    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
     let rx: TestServer;
     let worker: ReturnType<typeof startWorker> | undefined;
     const open = new Map<string, number>();
     const peak = new Map<string, number>();
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
-      ({ key, accountId } = await t.account());
       rx = await startServer((req, res) => {
         const path = req.url ?? '';
         open.set(path, (open.get(path) ?? 0) + 1);
@@ -29,22 +25,20 @@ for (const dialect of DIALECTS) {
           res.writeHead(200).end('ok');
         }, ANSWER_MS);
       });
-    });
-    after(async () => {
-      await worker?.stop();
-      await rx.close();
-      await t.close();
+      t.beforeClose(() => rx.close());
+      // The test starts the worker, once the backlog is in place.
+      t.beforeClose(() => worker?.stop());
     });
 
     test('three webhooks on one receiver host, 60 events each: every attempt succeeds first time, at most 16 in flight per webhook', async () => {
       const hooks: string[] = [];
       for (const p of ['a', 'b', 'c']) {
-        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/${p}`, events: ['conversation.started'], secret: 'whsec_load_test' } });
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/${p}`, events: ['conversation.started'], secret: 'whsec_load_test' } });
         hooks.push(r.body.data.id);
       }
       // The backlog is in place before the worker starts, as after a receiver outage or a restart.
       await t.ctx.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 60; i++) await t.ctx.events.emit(trx, accountId, 'conversation.started', { conversationId: `conv_${i}`, customerId: `c${i}` });
+        for (let i = 0; i < 60; i++) await t.ctx.events.emit(trx, t.accountId, 'conversation.started', { conversationId: `conv_${i}`, customerId: `c${i}` });
       });
       worker = startWorker(t);
       await waitFor(() => rx.received.length >= 180, 'every delivery received', 30_000);

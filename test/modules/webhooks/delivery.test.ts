@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { before, describe, test } from 'node:test';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { freePort, startServer, type TestServer } from './helpers.js';
 import { assertVerifies, emit, sleep, startWorker, waitFor } from './delivery-helpers.js';
@@ -9,29 +9,21 @@ const SECRET = 'whsec_test_secret_1';
 
 for (const dialect of DIALECTS) {
   describe(`webhook deliveries (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
-    let worker: ReturnType<typeof startWorker>;
+    const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms', WEBHOOK_TIMEOUT: '2s' } });
     let status = 200;
     let rx: TestServer;
     before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,50ms,50ms,50ms,50ms', WEBHOOK_TIMEOUT: '2s' } });
-      ({ key, accountId } = await t.account());
       rx = await startServer((req, res) => {
         res.writeHead(status, { 'content-type': 'text/plain' });
         res.end(`answer ${status} ${'x'.repeat(5000)}`);
       });
-      worker = startWorker(t);
-    });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await t.close();
+      t.beforeClose(() => rx.close());
+      const worker = startWorker(t);
+      t.beforeClose(() => worker.stop());
     });
 
     async function hook(url: string, events = ['conversation.started']) {
-      const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events, secret: SECRET } });
+      const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url, events, secret: SECRET } });
       assert.equal(r.status, 201, r.text);
       return r.body.data.id as string;
     }
@@ -40,7 +32,7 @@ for (const dialect of DIALECTS) {
     test('test send: delivered synchronously, both signature schemes verify, recorded as a test attempt', async () => {
       status = 200;
       const id = await hook(`${rx.url}/test-send`, ['escalation']);
-      const r = await t.request('POST', `/v1/webhooks/${id}/test`, { key, body: { message: 'hello' } });
+      const r = await t.request('POST', `/v1/webhooks/${id}/test`, { key: t.key, body: { message: 'hello' } });
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.data.status, 'succeeded');
       assert.equal(r.body.data.event, 'test');
@@ -57,10 +49,10 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(payload.data, { message: 'hello' });
       assert.equal(payload.event, 'test');
       // bodiless POST works too
-      const r2 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+      const r2 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` } });
       assert.equal(r2.status, 200);
       // JSON null is not an object, here as on every other route
-      const r3 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: 'null' });
+      const r3 = await fetch(`${t.baseUrl}/v1/webhooks/${id}/test`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: 'null' });
       assert.equal(r3.status, 400);
       const e3 = (await r3.json()) as { success: boolean; error: { code: string; message: string } };
       assert.equal(e3.success, false);
@@ -73,7 +65,7 @@ for (const dialect of DIALECTS) {
       await hook(`${rx.url}/emit`, ['conversation.started', 'escalation']);
       await hook(`${rx.url}/other-kind`, ['conversation.ended']);
       const started = Date.now();
-      const ev = await emit(t, accountId, 'conversation.started', { conversationId: 'conv_1', customerId: 'c1' });
+      const ev = await emit(t, t.accountId, 'conversation.started', { conversationId: 'conv_1', customerId: 'c1' });
       const got = await waitFor(() => forHook(rx, '/emit')[0], 'delivery');
       assert.ok(Date.now() - started < 2_000);
       await assertVerifies(got, SECRET);
@@ -88,7 +80,7 @@ for (const dialect of DIALECTS) {
       await hook(`${rx.url}/rollback`);
       await assert.rejects(
         t.ctx.db.transaction().execute(async (trx) => {
-          await t.ctx.events.emit(trx, accountId, 'conversation.started', { conversationId: 'x' });
+          await t.ctx.events.emit(trx, t.accountId, 'conversation.started', { conversationId: 'x' });
           throw new Error('abort');
         }),
       );
@@ -103,11 +95,11 @@ for (const dialect of DIALECTS) {
       });
       try {
         const id = await hook(`${srv.url}/fail`);
-        await emit(t, accountId, 'conversation.started', { n: 1 });
+        await emit(t, t.accountId, 'conversation.started', { n: 1 });
         await waitFor(() => srv.received.length >= 4, '4 attempts');
-        await emit(t, accountId, 'conversation.started', { n: 2 });
+        await emit(t, t.accountId, 'conversation.started', { n: 2 });
         const w = await waitFor(async () => {
-          const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+          const g = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
           return g.body.data.enabled === false ? g.body.data : null;
         }, 'webhook disabled');
         const disabledAt = Date.now();
@@ -119,7 +111,7 @@ for (const dialect of DIALECTS) {
           assert.equal(r.headers['x-service-signature'], first[0]!.headers['x-service-signature']);
           assert.equal(r.headers['x-service-delivery-id'], first[0]!.headers['x-service-delivery-id']);
         }
-        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key: t.key });
         const [second, firstD] = l.body.data.deliveries;
         assert.equal(firstD.status, 'failed');
         assert.deepEqual(firstD.attempts.map((a: any) => a.attempt), [1, 2, 3, 4, 5]);
@@ -131,11 +123,11 @@ for (const dialect of DIALECTS) {
         assert.equal(firstD.nextAttemptAt, null);
         assert.equal(second.status, 'cancelled');
         const count = srv.received.length;
-        await emit(t, accountId, 'conversation.started', { n: 3 });
+        await emit(t, t.accountId, 'conversation.started', { n: 3 });
         await sleep(200);
         assert.equal(srv.received.length, count, 'nothing sent after the disable');
         assert.ok(Date.now() >= disabledAt);
-        const f = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=failed`, { key });
+        const f = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=failed`, { key: t.key });
         assert.equal(f.body.data.total, 1);
       } finally {
         await srv.close();
@@ -149,9 +141,9 @@ for (const dialect of DIALECTS) {
       });
       try {
         const id = await hook(`${srv.url}/gone`);
-        await emit(t, accountId, 'conversation.started', {});
+        await emit(t, t.accountId, 'conversation.started', {});
         const w = await waitFor(async () => {
-          const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+          const g = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
           return g.body.data.enabled === false ? g.body.data : null;
         }, 'disabled');
         assert.match(w.disabledReason, /410/);
@@ -170,23 +162,23 @@ for (const dialect of DIALECTS) {
       });
       try {
         const id = await hook(`${srv.url}/manual`);
-        await t.request('POST', `/v1/webhooks/${id}/test`, { key, body: {} });
-        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        await t.request('POST', `/v1/webhooks/${id}/test`, { key: t.key, body: {} });
+        const l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key: t.key });
         const d = l.body.data.deliveries[0];
         assert.equal(d.status, 'failed', 'a failed test send is not retried');
         code = 204;
-        const r = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key });
+        const r = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key: t.key });
         assert.equal(r.status, 200, r.text);
         assert.equal(r.body.data.status, 'succeeded');
         assert.deepEqual(r.body.data.attempts.map((a: any) => [a.attempt, a.kind, a.statusCode]), [[1, 'test', 503], [2, 'manual', 204]]);
         assert.equal(srv.received.length, 2);
         assert.equal(srv.received[1]!.headers['x-service-signature'], srv.received[0]!.headers['x-service-signature']);
         assert.equal(srv.received[1]!.headers['x-service-delivery-id'], d.id);
-        const one = await t.request('GET', `/v1/webhooks/${id}/deliveries/${d.id}`, { key });
+        const one = await t.request('GET', `/v1/webhooks/${id}/deliveries/${d.id}`, { key: t.key });
         assert.equal(one.body.data.body, srv.received[0]!.body.toString());
-        assert.equal((await t.request('POST', `/v1/webhooks/${id}/deliveries/dlv_nope/retry`, { key })).status, 404);
-        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
-        const refused = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key });
+        assert.equal((await t.request('POST', `/v1/webhooks/${id}/deliveries/dlv_nope/retry`, { key: t.key })).status, 404);
+        await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: false } });
+        const refused = await t.request('POST', `/v1/webhooks/${id}/deliveries/${d.id}/retry`, { key: t.key });
         assert.equal(refused.status, 400);
         assert.match(refused.body.error.message, /disabled/);
         assert.equal(srv.received.length, 2);
@@ -197,18 +189,12 @@ for (const dialect of DIALECTS) {
   });
 
   describe(`webhook failure classes and disabling (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    let accountId: string;
+    const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
     let worker: ReturnType<typeof startWorker>;
-    before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
-      ({ key, accountId } = await t.account());
+    before(() => {
       worker = startWorker(t);
-    });
-    after(async () => {
-      await worker.stop();
-      await t.close();
+      // One test swaps the worker for a new one: stop whichever runs at the end.
+      t.beforeClose(() => worker.stop());
     });
 
     test('2xx succeed; 3xx (not followed), 4xx, 5xx, timeout and refused connections fail and are rescheduled', async () => {
@@ -234,14 +220,14 @@ for (const dialect of DIALECTS) {
         ];
         const ids: string[] = [];
         for (const [url] of cases) {
-          const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events: ['conversation.message'], secret: SECRET } });
+          const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url, events: ['conversation.message'], secret: SECRET } });
           ids.push(r.body.data.id);
         }
         const before = Date.now();
-        await emit(t, accountId, 'conversation.message', { content: 'hi' });
+        await emit(t, t.accountId, 'conversation.message', { content: 'hi' });
         for (const [i, [url, code, err]] of cases.entries()) {
           const d = await waitFor(async () => {
-            const l = await t.request('GET', `/v1/webhooks/${ids[i]}/deliveries`, { key });
+            const l = await t.request('GET', `/v1/webhooks/${ids[i]}/deliveries`, { key: t.key });
             const x = l.body.data.deliveries[0];
             return x && x.attempts.length === 1 ? x : null;
           }, url);
@@ -272,29 +258,29 @@ for (const dialect of DIALECTS) {
         res.end();
       });
       try {
-        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${srv.url}/d`, events: ['workflow.triggered'], secret: SECRET } });
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${srv.url}/d`, events: ['workflow.triggered'], secret: SECRET } });
         const id = r.body.data.id;
-        for (let i = 0; i < 3; i++) await emit(t, accountId, 'workflow.triggered', { i });
+        for (let i = 0; i < 3; i++) await emit(t, t.accountId, 'workflow.triggered', { i });
         await waitFor(() => srv.received.length === 3, '3 first attempts');
-        const off = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+        const off = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: false } });
         assert.equal(off.body.data.enabled, false);
-        let l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key });
+        let l = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key: t.key });
         assert.deepEqual(l.body.data.deliveries.map((d: any) => d.status), ['cancelled', 'cancelled', 'cancelled']);
-        await emit(t, accountId, 'workflow.triggered', { i: 'while disabled' });
+        await emit(t, t.accountId, 'workflow.triggered', { i: 'while disabled' });
         code = 200;
         await sleep(150);
         assert.equal(srv.received.length, 3);
-        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: true } });
-        await emit(t, accountId, 'workflow.triggered', { i: 'after' });
+        await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: true } });
+        await emit(t, t.accountId, 'workflow.triggered', { i: 'after' });
         await waitFor(() => srv.received.length === 4, 'new event');
         assert.equal(JSON.parse(srv.received[3]!.body.toString()).data.i, 'after');
-        l = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=cancelled`, { key });
+        l = await t.request('GET', `/v1/webhooks/${id}/deliveries?status=cancelled`, { key: t.key });
         assert.equal(l.body.data.total, 3);
         // delete cancels too
-        await emit(t, accountId, 'workflow.triggered', { i: 'x' });
+        await emit(t, t.accountId, 'workflow.triggered', { i: 'x' });
         code = 500;
         await waitFor(async () => (await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).where('status', '=', 'pending').where('attempt_count', '=', 1).execute()).length === 1 || srv.received.length === 5, 'x tried');
-        await t.request('DELETE', `/v1/webhooks/${id}`, { key });
+        await t.request('DELETE', `/v1/webhooks/${id}`, { key: t.key });
         const pending = await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).where('status', '=', 'pending').execute();
         assert.equal(pending.length, 0);
       } finally {
@@ -306,7 +292,7 @@ for (const dialect of DIALECTS) {
       const srv = await startServer();
       const closers: Array<() => Promise<void>> = [];
       try {
-        const r = await t.request('POST', '/v1/webhooks', { key, body: { url: `${srv.url}/race`, events: ['rundown.generated'], secret: SECRET } });
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${srv.url}/race`, events: ['rundown.generated'], secret: SECRET } });
         const id = r.body.data.id;
         await worker.stop(); // take the engine out of the loop and drive a second one by hand
         const { createDeliveryEngine } = await import('../../../src/modules/webhooks/delivery.js');
@@ -320,8 +306,8 @@ for (const dialect of DIALECTS) {
           perWebhook: 1,
         });
         closers.push(() => engine.close());
-        await emit(t, accountId, 'rundown.generated', { n: 1 });
-        await emit(t, accountId, 'rundown.generated', { n: 2 });
+        await emit(t, t.accountId, 'rundown.generated', { n: 1 });
+        await emit(t, t.accountId, 'rundown.generated', { n: 2 });
         // Hold the first send open, so the second stays queued locally under this engine's lease.
         let release: (() => void) | undefined;
         const gate = new Promise<void>((res) => (release = res));
@@ -336,7 +322,7 @@ for (const dialect of DIALECTS) {
         await engine.run();
         await waitFor(() => slow.received.length === 1, 'first send');
         assert.equal(engine.inFlight, 2);
-        await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+        await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: false } });
         release!();
         await waitFor(() => engine.inFlight === 0, 'drained');
         await sleep(50);

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
 import { createContext } from '../../../src/context.js';
-import { openDatabase, type Database } from '../../../src/db/database.js';
+import { openDatabase } from '../../../src/db/database.js';
 import { deliveriesChannel } from '../../../src/db/notify.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { createWorker } from '../../../src/worker/worker.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { PG_URL } from '../../helpers/db.js';
 import { startServer, type TestServer } from './helpers.js';
 import { emit, quietLog, waitFor } from './delivery-helpers.js';
@@ -16,31 +16,22 @@ import { emit, quietLog, waitFor } from './delivery-helpers.js';
 // PostgreSQL only: SQLite runs on one machine, where `parley serve` has the worker in the same process and an
 // emit wakes it directly (tested in delivery.test.ts); there is no cross-process notification to test there.
 describe('a worker in another process hears of new deliveries at commit (postgres LISTEN/NOTIFY)', () => {
-  let api: TestApp;
-  let workerDb: Database;
-  let worker: ReturnType<typeof createWorker>;
+  // The worker polls every 30 s, so anything delivered within a few seconds was woken by a notification.
+  const env = { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WORKER_POLL_INTERVAL: '30s' };
+  const api = useTestApp('postgres', { env });
   let rx: TestServer;
-  let key: string;
-  let accountId: string;
   before(async () => {
-    // The worker polls every 30 s, so anything delivered within a few seconds was woken by a notification.
-    const env = { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WORKER_POLL_INTERVAL: '30s' };
-    api = await createTestApp('postgres', { env });
-    ({ key, accountId } = await api.account());
     rx = await startServer();
-    workerDb = openDatabase(api.database.url);
+    api.beforeClose(() => rx.close());
+    const workerDb = openDatabase(api.database.url);
+    api.beforeClose(() => workerDb.close());
     const ctx = createContext(loadConfig({ ...env, DATABASE_URL: api.database.url }), workerDb, systemClock, quietLog);
-    worker = createWorker(workerTasks(ctx), quietLog);
+    const worker = createWorker(workerTasks(ctx), quietLog);
     worker.start();
-    const r = await api.request('POST', '/v1/webhooks', { key, body: { url: `${rx.url}/n`, events: ['conversation.message'], secret: 'whsec_notify' } });
+    api.beforeClose(() => worker.stop());
+    const r = await api.request('POST', '/v1/webhooks', { key: api.key, body: { url: `${rx.url}/n`, events: ['conversation.message'], secret: 'whsec_notify' } });
     assert.equal(r.status, 201, r.text);
     await waitFor(() => listenerPid(), 'the worker to LISTEN');
-  });
-  after(async () => {
-    await worker.stop();
-    await workerDb.close();
-    await rx.close();
-    await api.close();
   });
 
   async function listenerPid(): Promise<number | null> {
@@ -56,7 +47,7 @@ describe('a worker in another process hears of new deliveries at commit (postgre
 
   test('an event emitted by the API process is delivered by the other worker long before its next poll', async () => {
     const started = Date.now();
-    await emit(api, accountId, 'conversation.message', { content: 'first' });
+    await emit(api, api.accountId, 'conversation.message', { content: 'first' });
     await waitFor(() => rx.received.length === 1, 'delivery', 5_000);
     assert.ok(Date.now() - started < 5_000);
   });
@@ -72,7 +63,7 @@ describe('a worker in another process hears of new deliveries at commit (postgre
       const now = await listenerPid();
       return now !== null && now !== pid;
     }, 'a new LISTEN connection');
-    await emit(api, accountId, 'conversation.message', { content: 'second' });
+    await emit(api, api.accountId, 'conversation.message', { content: 'second' });
     await waitFor(() => rx.received.length === 2, 'delivery after reconnect', 5_000);
   });
 });

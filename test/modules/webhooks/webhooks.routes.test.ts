@@ -1,21 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, test } from 'node:test';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
 for (const dialect of DIALECTS) {
   describe(`webhooks API (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
+    const t = useTestApp(dialect);
     const body = { url: 'https://example.com/hooks', events: ['conversation.started'], secret: 'whsec_12345678' };
-    before(async () => {
-      t = await createTestApp(dialect);
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
 
     test('create answers 201 with the record and never the secret; get and list agree', async () => {
-      const r = await t.request('POST', '/v1/webhooks', { key, body: { ...body, events: ['conversation.started', 'conversation.escalated', 'escalation'] } });
+      const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { ...body, events: ['conversation.started', 'conversation.escalated', 'escalation'] } });
       assert.equal(r.status, 201, r.text);
       assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'disabledReason', 'enabled', 'events', 'id', 'updatedAt', 'url']);
       assert.match(r.body.data.id, /^wh_[0-9a-z]{26}$/);
@@ -23,9 +17,9 @@ for (const dialect of DIALECTS) {
       assert.equal(r.body.data.enabled, true);
       assert.equal(r.body.data.disabledReason, null);
       assert.ok(!r.text.includes('whsec_12345678'));
-      const g = await t.request('GET', `/v1/webhooks/${r.body.data.id}`, { key });
+      const g = await t.request('GET', `/v1/webhooks/${r.body.data.id}`, { key: t.key });
       assert.deepEqual(g.body.data, r.body.data);
-      const l = await t.request('GET', '/v1/webhooks', { key });
+      const l = await t.request('GET', '/v1/webhooks', { key: t.key });
       assert.equal(l.status, 200);
       assert.ok(!l.text.includes('whsec_'));
       assert.equal(l.body.data.webhooks[0].id, r.body.data.id);
@@ -57,7 +51,7 @@ for (const dialect of DIALECTS) {
         [{ ...body, enabled: false }, /body\.enabled is not a known field/],
       ];
       for (const [b, re] of cases) {
-        const r = await t.request('POST', '/v1/webhooks', { key, body: b });
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: b });
         assert.equal(r.status, 400, JSON.stringify(b).slice(0, 80));
         assert.equal(r.body.error.code, 'INVALID_REQUEST');
         assert.match(r.body.error.message, re);
@@ -65,30 +59,30 @@ for (const dialect of DIALECTS) {
     });
 
     test('PUT merges, re-enables and validates; secret is replaceable but never returned', async () => {
-      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const c = await t.request('POST', '/v1/webhooks', { key: t.key, body });
       const id = c.body.data.id;
-      const u = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { events: ['conversation.ended'], secret: 'another-secret' } });
+      const u = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { events: ['conversation.ended'], secret: 'another-secret' } });
       assert.equal(u.status, 200);
       assert.equal(u.body.data.url, body.url);
       assert.deepEqual(u.body.data.events, ['conversation.ended']);
       assert.ok(u.body.data.updatedAt > c.body.data.updatedAt);
       assert.ok(!u.text.includes('another-secret'));
-      const off = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: false } });
+      const off = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: false } });
       assert.equal(off.body.data.enabled, false);
       assert.equal(off.body.data.disabledReason, 'disabled by request');
-      const on = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: { enabled: true } });
+      const on = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: true } });
       assert.equal(on.body.data.enabled, true);
       assert.equal(on.body.data.disabledReason, null);
       for (const b of [{}, { nope: 1 }, { url: 'gopher://x' }, { events: ['bad'] }, { enabled: 'yes' }]) {
-        const r = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: b });
+        const r = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: b });
         assert.equal(r.status, 400, JSON.stringify(b));
       }
-      const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+      const g = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
       assert.deepEqual(g.body.data.events, ['conversation.ended']);
     });
 
     test('a blank secret and URLs with control characters or edge spaces are refused (create and update)', async () => {
-      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const c = await t.request('POST', '/v1/webhooks', { key: t.key, body });
       assert.equal(c.status, 201, c.text);
       const id = c.body.data.id;
       const cases: Array<[Record<string, unknown>, RegExp]> = [
@@ -104,32 +98,32 @@ for (const dialect of DIALECTS) {
         [{ url: 'https://example.com/ ' }, /^body\.url must not start or end with a space$/],
       ];
       for (const [patch, re] of cases) {
-        const created = await t.request('POST', '/v1/webhooks', { key, body: { ...body, ...patch } });
+        const created = await t.request('POST', '/v1/webhooks', { key: t.key, body: { ...body, ...patch } });
         assert.equal(created.status, 400, `create ${JSON.stringify(patch)}: ${created.text}`);
         assert.deepEqual(created.body, { success: false, error: { code: 'INVALID_REQUEST', message: created.body.error.message } });
         assert.match(created.body.error.message, re);
-        const updated = await t.request('PUT', `/v1/webhooks/${id}`, { key, body: patch });
+        const updated = await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: patch });
         assert.equal(updated.status, 400, `update ${JSON.stringify(patch)}: ${updated.text}`);
         assert.match(updated.body.error.message, re);
       }
       // Spaces inside a secret are fine; so is a URL whose path has an encoded space.
-      const ok = await t.request('POST', '/v1/webhooks', { key, body: { ...body, url: 'https://example.com/a%20b', secret: 'correct horse battery' } });
+      const ok = await t.request('POST', '/v1/webhooks', { key: t.key, body: { ...body, url: 'https://example.com/a%20b', secret: 'correct horse battery' } });
       assert.equal(ok.status, 201, ok.text);
       assert.equal(ok.body.data.url, 'https://example.com/a%20b');
-      const g = await t.request('GET', `/v1/webhooks/${id}`, { key });
+      const g = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
       assert.equal(g.body.data.url, body.url, 'nothing was changed by the refused updates');
     });
 
     test('delete answers {deleted: true}, then 404', async () => {
-      const c = await t.request('POST', '/v1/webhooks', { key, body });
-      const d = await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key });
+      const c = await t.request('POST', '/v1/webhooks', { key: t.key, body });
+      const d = await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key: t.key });
       assert.deepEqual(d.body, { success: true, data: { deleted: true } });
-      assert.equal((await t.request('GET', `/v1/webhooks/${c.body.data.id}`, { key })).status, 404);
-      assert.equal((await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key })).status, 404);
+      assert.equal((await t.request('GET', `/v1/webhooks/${c.body.data.id}`, { key: t.key })).status, 404);
+      assert.equal((await t.request('DELETE', `/v1/webhooks/${c.body.data.id}`, { key: t.key })).status, 404);
     });
 
     test("another account's webhook answers 404 everywhere", async () => {
-      const c = await t.request('POST', '/v1/webhooks', { key, body });
+      const c = await t.request('POST', '/v1/webhooks', { key: t.key, body });
       const id = c.body.data.id;
       const { key: other } = await t.account();
       for (const [m, p, b] of [
@@ -145,7 +139,7 @@ for (const dialect of DIALECTS) {
         assert.equal(r.body.error.code, 'NOT_FOUND');
       }
       assert.equal((await t.request('GET', '/v1/webhooks', { key: other })).body.data.webhooks.length, 0);
-      assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key })).body.data.enabled, true, 'untouched');
+      assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: t.key })).body.data.enabled, true, 'untouched');
     });
 
     test('scopes: webhooks:read cannot write; no key is 401', async () => {
@@ -161,13 +155,7 @@ for (const dialect of DIALECTS) {
   });
 
   describe(`webhooks SSRF guard at registration (${dialect})`, () => {
-    let t: TestApp;
-    let key: string;
-    before(async () => {
-      t = await createTestApp(dialect, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' } });
-      ({ key } = await t.account());
-    });
-    after(() => t.close());
+    const t = useTestApp(dialect, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' } });
 
     test('loopback, private, metadata and localhost URLs are refused; unresolvable hosts too', async () => {
       for (const url of [
@@ -180,13 +168,13 @@ for (const dialect of DIALECTS) {
         'http://api.localhost/h',
         'http://does-not-exist.invalid/h',
       ]) {
-        const r = await t.request('POST', '/v1/webhooks', { key, body: { url, events: ['escalation'], secret: 'secret-123' } });
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url, events: ['escalation'], secret: 'secret-123' } });
         assert.equal(r.status, 400, url);
         assert.match(r.body.error.message, /^body\.url/, url);
       }
-      const c = await t.request('POST', '/v1/webhooks', { key, body: { url: 'http://93.184.215.14/h', events: ['escalation'], secret: 'secret-123' } });
+      const c = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: 'http://93.184.215.14/h', events: ['escalation'], secret: 'secret-123' } });
       assert.equal(c.status, 201, c.text);
-      const u = await t.request('PUT', `/v1/webhooks/${c.body.data.id}`, { key, body: { url: 'http://192.168.1.1/' } });
+      const u = await t.request('PUT', `/v1/webhooks/${c.body.data.id}`, { key: t.key, body: { url: 'http://192.168.1.1/' } });
       assert.equal(u.status, 400);
       assert.equal(t.ctx.config.webhookAllowPrivateUrls, false);
     });

@@ -1,31 +1,22 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { runDemo } from '../../../src/cli/demo.js';
-import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
-import { assertVerifies, sleep, startWorker, waitFor } from '../webhooks/delivery-helpers.js';
-import { startServer, type TestServer } from '../webhooks/helpers.js';
+import { useWebhookReceiver } from '../../helpers/webhooks.js';
+import { assertVerifies, sleep, waitFor } from '../webhooks/delivery-helpers.js';
 
 const SECRET = 'workflow-webhook-secret';
 const REPLY = 'Happy to set up a demo! Our team will send the invite shortly.';
 
 for (const dialect of DIALECTS) {
   describe(`workflows fire from the chat (${dialect})`, () => {
-    let t: TestApp;
-    let receiver: TestServer;
-    let worker: ReturnType<typeof startWorker>;
-    let key: string;
+    const t = useTestApp(dialect);
     let demoId: string;
     before(async () => {
-      t = await createTestApp(dialect);
-      receiver = await startServer();
-      const acct = await t.account();
-      key = acct.key;
-      await runDemo(t.ctx, acct.accountId);
-      const wh = await t.request('POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/hooks`, secret: SECRET, events: ['workflow.triggered', 'conversation.message'] } });
-      assert.equal(wh.status, 201, wh.text);
+      await runDemo(t.ctx, t.accountId);
       const wf = await t.request('POST', '/v1/workflows', {
-        key,
+        key: t.key,
         body: {
           slug: 'book-demo',
           name: 'Book a demo',
@@ -43,19 +34,14 @@ for (const dialect of DIALECTS) {
       assert.equal(wf.status, 201, wf.text);
       demoId = wf.body.data.id;
       // No reply of its own: the assistant answers as usual, the event still fires.
-      const quiet = await t.request('POST', '/v1/workflows', { key, body: { slug: 'track', name: 'Track', triggers: ['track order'] } });
+      const quiet = await t.request('POST', '/v1/workflows', { key: t.key, body: { slug: 'track', name: 'Track', triggers: ['track order'] } });
       assert.equal(quiet.status, 201, quiet.text);
-      worker = startWorker(t);
     });
-    after(async () => {
-      await worker.stop();
-      await receiver.close();
-      await t.close();
-    });
+    const receiver = useWebhookReceiver(t, { secret: SECRET, events: ['workflow.triggered', 'conversation.message'] });
 
-    const start = async (body: Record<string, unknown> = {}) => (await t.request('POST', '/v1/chat/conversations', { key, body })).body.data.conversation.id as string;
+    const start = async (body: Record<string, unknown> = {}) => (await t.request('POST', '/v1/chat/conversations', { key: t.key, body })).body.data.conversation.id as string;
     const send = async (id: string, content: string) => {
-      const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content } });
+      const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: t.key, body: { content } });
       assert.equal(r.status, 200, r.text);
       return r.body.data.messages[1] as { content: string; sources: string[] };
     };
@@ -99,7 +85,7 @@ for (const dialect of DIALECTS) {
       await send(id, 'what is the capital of peru?');
       const stored = await t.ctx.db.selectFrom('messages').select(['role', 'workflow_id']).where('conversation_id', '=', id).where('role', '=', 'assistant').orderBy('created_at').orderBy('seq').execute();
       assert.deepEqual(stored.map((m) => m.workflow_id ?? null), [null, demoId, null], 'greeting, workflow reply, no-answer');
-      const r = await t.request('POST', '/v1/rundowns', { key, body: { from, to: new Date(Date.now() + 60_000).toISOString() } });
+      const r = await t.request('POST', '/v1/rundowns', { key: t.key, body: { from, to: new Date(Date.now() + 60_000).toISOString() } });
       assert.equal(r.status, 201, r.text);
       const questions = r.body.data.unanswered.map((u: any) => u.question);
       assert.ok(questions.includes('what is the capital of peru?'), JSON.stringify(questions));
@@ -134,7 +120,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('disabled and deleted workflows do not fire; a handoff request still escalates', async () => {
-      await t.request('PUT', `/v1/workflows/${demoId}`, { key, body: { enabled: false } });
+      await t.request('PUT', `/v1/workflows/${demoId}`, { key: t.key, body: { enabled: false } });
       const id = await start();
       const reply = await send(id, 'I want to book a demo');
       assert.notEqual(reply.content, REPLY);
@@ -144,7 +130,7 @@ for (const dialect of DIALECTS) {
       await sleep(300);
       assert.equal(fired(id).length, 0);
       assert.equal(fired(esc).length, 0);
-      const conv = await t.request('GET', `/v1/conversations/${esc}`, { key });
+      const conv = await t.request('GET', `/v1/conversations/${esc}`, { key: t.key });
       assert.equal(conv.body.data.status, 'escalated');
     });
   });
