@@ -9,8 +9,11 @@ import { startWorker, waitFor } from './delivery-helpers.js';
 // backlog: an attempt's timeout covers the request, not a wait for a free connection inside Parley.
 for (const dialect of DIALECTS) {
   describe(`webhook deliveries under a backlog (${dialect})`, () => {
-    const ANSWER_MS = 300;
-    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '1s', WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
+    // The answer time and the timeout keep the ratio that catches attempts queued for a connection on the clock
+    // (48 requests through a few connections take several answer times), at a scale where a loaded machine's
+    // event-loop stalls (well under 2 s) do not look like timeouts.
+    const ANSWER_MS = 900;
+    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '3s', WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
     let rx: TestServer;
     let worker: ReturnType<typeof startWorker> | undefined;
     const open = new Map<string, number>();
