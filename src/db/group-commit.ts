@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DialectName } from './database.js';
 import type { DB } from './schema.js';
+import { committingWith, currentUnitOfWork, writeTransaction } from './unit-of-work.js';
 
 export type Transact = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
 
@@ -25,7 +26,7 @@ interface Job {
  * PostgreSQL has real concurrent transactions, so there each job is simply its own transaction.
  */
 export function createGroupCommit(db: Kysely<DB>, dialect: DialectName, opts: { maxBatch?: number } = {}): Transact {
-  if (dialect !== 'sqlite') return (fn) => db.transaction().execute(fn);
+  if (dialect !== 'sqlite') return (fn) => writeTransaction(db, fn);
   const maxBatch = opts.maxBatch ?? 64;
   let pending: Job[] = [];
   let running = false;
@@ -68,7 +69,9 @@ export function createGroupCommit(db: Kysely<DB>, dialect: DialectName, opts: { 
 
   return <T>(fn: (trx: Transaction<DB>) => Promise<T>) =>
     new Promise<T>((resolve, reject) => {
-      pending.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      // The batch runs from another request's turn: the caller's unit of work is taken along with its job, and
+      // runs inside the job's savepoint, so it is rolled back with a job that fails.
+      pending.push({ fn: committingWith(currentUnitOfWork(), fn), resolve: resolve as (v: unknown) => void, reject });
       // Requests arriving in the same turn of the event loop join the batch; one flush runs at a time and
       // takes whatever queued up meanwhile.
       if (!running) {

@@ -216,6 +216,8 @@ export interface IdempotencyKeysTable {
   created_at: number;
   /** When the request now running took the key; a claim older than the lease is left over from a crash. */
   locked_at: number;
+  /** When that request's first write committed (set in the write's transaction); null while nothing was written. */
+  committed_at: number | null;
 }
 
 export interface DB {

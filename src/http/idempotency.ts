@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
+import { withUnitOfWork } from '../db/unit-of-work.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { ApiError, invalidRequest } from './errors.js';
@@ -17,14 +18,15 @@ import { ApiError, invalidRequest } from './errors.js';
  *
  * What is kept: every answer the endpoint gave, 4xx included (the same request would get the same refusal). Not
  * kept: refusals before the endpoint ran (authentication, rate limit, validation: nothing was attempted, so the key
- * stays free) and 5xx answers (the key is released, so a retry runs again).
+ * stays free) and 5xx answers of requests that wrote nothing (the key is released, so a retry runs again).
  *
- * The key is taken in its own statement before the endpoint runs and the answer is written after it, outside the
- * endpoint's transaction. If the process dies between the endpoint's commit and the answer's write, the key stays
- * taken without an answer; once the lease (the longest a request can run) is over, a retry runs the request again.
- * The other case: the connection is lost (or DATABASE_QUERY_TIMEOUT passes) during the endpoint's COMMIT, which
- * may have happened; the answer is a 500, which releases the key. In both, the outcome is unknown to the service
- * itself, and a retry can repeat a create. Writing the answer inside the endpoint's transaction would close both.
+ * The key is taken in its own statement before the endpoint runs and the answer is written after it. Between the
+ * two, every write transaction the endpoint starts marks the key committed as its last statement
+ * (src/db/unit-of-work.ts), so the mark commits exactly when a write does. That settles the cases where the
+ * outcome would otherwise be unknown: the process dies between the commit and the answer's write, or the request
+ * fails after its commit (a 5xx, or a connection lost during a COMMIT that happened anyway). A retry then gets a 400
+ * saying the request was carried out and its answer lost, instead of running it a second time; a key left without
+ * a mark once the lease is over is taken over and run again, since nothing was written.
  */
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -71,6 +73,7 @@ export function createIdempotencyRepository(db: Kysely<DB>) {
           response: null,
           created_at: row.now,
           locked_at: row.now,
+          committed_at: null,
         })
         .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
         .executeTakeFirst();
@@ -86,8 +89,20 @@ export function createIdempotencyRepository(db: Kysely<DB>) {
         .where('key', '=', key)
         .where('locked_at', '=', lockedAt)
         .where('status_code', 'is', null)
+        .where('committed_at', 'is', null)
         .executeTakeFirst();
       return Number(r.numUpdatedRows) === 1;
+    },
+    /** Inside the request's write transaction: the key's request has written something, as of this commit. */
+    async markCommitted(trx: Transaction<DB>, c: Claim, now: number) {
+      await trx
+        .updateTable('idempotency_keys')
+        .set({ committed_at: now })
+        .where('account_id', '=', c.accountId)
+        .where('key', '=', c.key)
+        .where('locked_at', '=', c.lockedAt)
+        .where('committed_at', 'is', null)
+        .execute();
     },
     async record(c: Claim, statusCode: number, response: string) {
       await db
@@ -98,9 +113,25 @@ export function createIdempotencyRepository(db: Kysely<DB>) {
         .where('locked_at', '=', c.lockedAt)
         .execute();
     },
-    /** Frees the key (after a 5xx, or an expired row), if it is still the same claim. */
+    /** Frees the key (an expired row), if it is still the same claim. */
     async release(accountId: string, key: string, lockedAt: number) {
       await db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('key', '=', key).where('locked_at', '=', lockedAt).execute();
+    },
+    /**
+     * After a 5xx: frees the key if the request wrote nothing, so a retry runs it again. If it did commit a write
+     * (a failure after it, or a connection lost during COMMIT that committed anyway), the key stays taken with its
+     * lease ended, and a retry is told the request was carried out rather than running it twice.
+     */
+    async abandon(c: Claim) {
+      const r = await db
+        .deleteFrom('idempotency_keys')
+        .where('account_id', '=', c.accountId)
+        .where('key', '=', c.key)
+        .where('locked_at', '=', c.lockedAt)
+        .where('committed_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(r.numDeletedRows) > 0) return;
+      await db.updateTable('idempotency_keys').set({ locked_at: 0 }).where('account_id', '=', c.accountId).where('key', '=', c.key).where('locked_at', '=', c.lockedAt).execute();
     },
     /** Deletes keys older than the TTL; returns how many. */
     async sweep(now: number): Promise<number> {
@@ -185,8 +216,16 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         reply.code(row.status_code).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(row.response ?? '');
         return 'replayed';
       }
+      if (row.locked_at <= now - leaseMs && row.committed_at !== null) {
+        // Its write committed but no answer was kept (the process died first, or the request failed after it):
+        // running it again would repeat the write.
+        throw invalidRequest(
+          `header.Idempotency-Key ${JSON.stringify(key)}: the request sent with this key was carried out, but its answer was lost ` +
+            '(the service stopped or failed before answering); it is not run again. Check the outcome (list or get the resource), then use a new key',
+        );
+      }
       if (row.locked_at <= now - leaseMs) {
-        // Left by a process that died before answering: whether it committed is unknown, so it runs again.
+        // Left by a process that died before it wrote anything: it runs again.
         if (await repo.takeOver(accountId, key, row.locked_at, now)) {
           req.idempotency = { accountId, key, lockedAt: now };
           return 'run';
@@ -213,7 +252,10 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
     }
     begin(req, reply, key).then(
       (outcome) => {
-        if (outcome === 'run') done();
+        if (outcome !== 'run') return;
+        const claim = req.idempotency!;
+        // Every write transaction the endpoint starts marks the key committed as its last statement.
+        withUnitOfWork({ beforeCommit: (trx) => repo.markCommitted(trx, claim, clock.now()) }, () => done());
       },
       (err: Error) => done(err),
     );
@@ -225,7 +267,7 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
     req.idempotency = null;
     const status = reply.statusCode;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : payload == null ? '' : null;
-    const write = status >= 500 || body === null ? repo.release(claim.accountId, claim.key, claim.lockedAt) : repo.record(claim, status, body);
+    const write = status >= 500 || body === null ? repo.abandon(claim) : repo.record(claim, status, body);
     write.then(
       () => done(null, payload),
       (err: unknown) => {

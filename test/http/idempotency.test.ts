@@ -251,7 +251,58 @@ for (const dialect of DIALECTS) {
       assert.equal(customer.length, 1);
     });
 
-    test('a 5xx releases the key, so a retry runs again', async () => {
+    test('an answer lost after the write committed: the key was marked in that write\'s transaction, and a retry is not run again', async () => {
+      // The write of the answer fails, as if the process died right after the commit (group commit on SQLite
+      // for documents, a plain transaction for FAQs).
+      for (const [url, body, total] of [
+        ['/v1/documents', { title: 'Lost answer', content: 'c' }, countDocs],
+        ['/v1/faqs', { question: 'Lost answer?', answer: 'a', category: 'misc' }, async () => (await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total as number],
+      ] as const) {
+        const key = `k-lost-${url.slice(4)}`;
+        const before = await total();
+        const record = t.ctx.idempotency.record;
+        t.ctx.idempotency.record = () => Promise.reject(new Error('the process died'));
+        let first;
+        try {
+          first = await t.request('POST', url, { key: t.key, body, headers: IK(key) });
+        } finally {
+          t.ctx.idempotency.record = record;
+        }
+        assert.equal(first.status, 201, first.text);
+        const row = await t.ctx.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.accountId).where('key', '=', key).executeTakeFirstOrThrow();
+        assert.equal(row.status_code, null);
+        assert.notEqual(row.committed_at, null, 'marked in the transaction of the write');
+        const during = await t.request('POST', url, { key: t.key, body, headers: IK(key) });
+        assert.equal(during.status, 429, 'within the lease the first request may still be answering');
+        t.fakeClock.advance(idempotencyLeaseMs(t.config) + 1);
+        const after = await t.request('POST', url, { key: t.key, body, headers: IK(key) });
+        assert.equal(after.status, 400, after.text);
+        assert.match(after.body.error.message, /^header\.Idempotency-Key "k-lost-[a-z]+": the request sent with this key was carried out, but its answer was lost/);
+        assert.equal(await total(), before + 1, 'created once');
+      }
+    });
+
+    test('a 5xx after the write committed keeps the key: a retry is told it was carried out at once', async () => {
+      const before = (await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total as number;
+      const create = t.ctx.services.faqs.create;
+      t.ctx.services.faqs.create = async (...args) => {
+        await create(...args);
+        throw new Error('failed after the commit');
+      };
+      let failed;
+      try {
+        failed = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'Half done?', answer: 'a', category: 'misc' }, headers: IK('k-5xx-late') });
+      } finally {
+        t.ctx.services.faqs.create = create;
+      }
+      assert.equal(failed.status, 500);
+      const retry = await t.request('POST', '/v1/faqs', { key: t.key, body: { question: 'Half done?', answer: 'a', category: 'misc' }, headers: IK('k-5xx-late') });
+      assert.equal(retry.status, 400, retry.text);
+      assert.match(retry.body.error.message, /was carried out, but its answer was lost/);
+      assert.equal((await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total, before + 1, 'created once');
+    });
+
+    test('a 5xx before anything was written releases the key, so a retry runs again', async () => {
       const u = await createTestApp(dialect);
       try {
         const a = await u.account();

@@ -7,6 +7,7 @@ import * as m0005 from './0005_rundowns.js';
 import * as m0006 from './0006_knowledge_versions.js';
 import * as m0007 from './0007_idempotency_keys.js';
 import * as m0008 from './0008_message_seq.js';
+import * as m0009 from './0009_idempotency_committed.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   '0006_knowledge_versions': m0006,
   '0007_idempotency_keys': m0007,
   '0008_message_seq': m0008,
+  '0009_idempotency_committed': m0009,
 };
 
 export const migrationProvider: MigrationProvider = {

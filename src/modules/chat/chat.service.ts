@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -173,7 +174,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
    * from the messages read after the lock, never from a row read before a concurrent send committed.
    */
   async function end(accountId: string, id: string, idleBefore?: number) {
-    return db.transaction().execute(async (trx) => {
+    return writeTransaction(db, async (trx) => {
       const c = await repo.findLocked(trx, dialect, accountId, id);
       if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null || (idleBefore !== undefined && c.last_message_at >= idleBefore)) return snapshot(trx, accountId, id);
@@ -234,7 +235,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       };
       // The persona named at start speaks for this conversation (the account's greeting and tone, its name).
       const greeting = assistantMessage(accountId, id, assistant.greetingText({ ...settings, name: row.persona ?? settings.name }), [], at, 1);
-      return db.transaction().execute(async (trx) => {
+      return writeTransaction(db, async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
         await events.emit(trx, accountId, 'conversation.started', {
@@ -284,7 +285,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
 
-      return db.transaction().execute(async (trx) => {
+      return writeTransaction(db, async (trx) => {
         const cur = await repo.findLocked(trx, dialect, accountId, id);
         if (!cur) throw notFound('conversation', id);
         if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
@@ -353,7 +354,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     async contact(accountId: string, id: string, body: ContactBody) {
       // A blank name would also replace the customer's label.
       for (const f of ['name', 'phone', 'message'] as const) rejectBlank(`body.${f}`, body[f]);
-      return db.transaction().execute(async (trx) => {
+      return writeTransaction(db, async (trx) => {
         const c = await load(trx, accountId, id);
         await submitContact(trx, c, body);
         return { conversation: await snapshot(trx, accountId, id) };
@@ -361,7 +362,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     },
 
     async escalate(accountId: string, id: string, body: EscalateBody) {
-      return db.transaction().execute(async (trx) => {
+      return writeTransaction(db, async (trx) => {
         const c = await load(trx, accountId, id);
         if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended`);
         // Escalating twice is a no-op: one escalation event per conversation (escalateIn re-checks in its UPDATE).

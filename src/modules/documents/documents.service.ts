@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Transact } from '../../db/group-commit.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -18,7 +19,7 @@ const toRecord = (r: DocumentsTable) => ({
 });
 
 /** `transact` runs each write transaction; the context passes a group-committing one (db/group-commit.ts). */
-export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => db.transaction().execute(fn)) {
+export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => writeTransaction(db, fn)) {
   return {
     async list(accountId: string, q: ListDocumentsQuery) {
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };

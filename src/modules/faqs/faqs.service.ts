@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -55,13 +56,13 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
         await accountsRepository.bumpKnowledgeVersion(conn, accountId);
       };
       if (trx) await write(trx);
-      else await db.transaction().execute(write);
+      else await writeTransaction(db, write);
       return toFaqRecord(row);
     },
 
     async update(accountId: string, id: string, body: UpdateFaqBody) {
       rejectBlanks(body);
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await writeTransaction(db, async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('faq', id);
         const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
@@ -73,7 +74,7 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
     },
 
     async delete(accountId: string, id: string) {
-      const deleted = await db.transaction().execute(async (trx) => {
+      const deleted = await writeTransaction(db, async (trx) => {
         const ok = await repo.delete(trx, accountId, id);
         if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
         return ok;

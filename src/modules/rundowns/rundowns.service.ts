@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { DB, RundownsTable } from '../../db/schema.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -157,7 +158,7 @@ export function createRundownsService(deps: {
    * transaction. Answers null when a scheduled rundown of that window already existed (another worker won).
    */
   async function generate(accountId: string, p: Period, trigger: Trigger): Promise<RundownRecord | null> {
-    return db.transaction().execute(async (trx) => {
+    return writeTransaction(db, async (trx) => {
       const [f, topTopics, uncited] = await Promise.all([
         analytics.figures(accountId, p, trx),
         analytics.topicsIn(accountId, p, TOP_TOPICS, trx),

@@ -5,6 +5,7 @@ import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/erro
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
@@ -184,7 +185,7 @@ export function createWebhooksService(
         created_at: now,
         updated_at: now,
       };
-      await repo.insert(db, row);
+      await writeTransaction(db, (trx) => repo.insert(trx, row));
       return toRecord(row);
     },
 
@@ -192,7 +193,7 @@ export function createWebhooksService(
       rejectBlank('body.secret', body.secret);
       const events = body.events ? normalizeEvents(body.events) : undefined;
       if (body.url !== undefined) await checkUrl(body.url);
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await writeTransaction(db, async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('webhook', id);
         const now = nextUpdateTime(clock, current.updated_at);
@@ -216,7 +217,7 @@ export function createWebhooksService(
     },
 
     async delete(accountId: string, id: string) {
-      const deleted = await db.transaction().execute(async (trx) => {
+      const deleted = await writeTransaction(db, async (trx) => {
         const ok = await repo.delete(trx, accountId, id);
         if (ok) await deliveriesRepository.cancelPending(trx, accountId, id, clock.now());
         return ok;
@@ -231,7 +232,7 @@ export function createWebhooksService(
       const now = clock.now();
       const body = JSON.stringify({ event: 'test', timestamp: toIso(now), data: { message: message ?? 'This is a test delivery from Parley.' } });
       const deliveryId = newId('dlv', now);
-      await deliveriesRepository.insertMany(db, [
+      await writeTransaction(db, (trx) => deliveriesRepository.insertMany(trx, [
         {
           id: deliveryId,
           account_id: accountId,
@@ -250,7 +251,7 @@ export function createWebhooksService(
           created_at: now,
           updated_at: now,
         },
-      ]);
+      ]));
       const lease = await engine.acquire(deliveryId);
       if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
       await engine.attempt(lease.d, 'test', lease.leaseOwner);

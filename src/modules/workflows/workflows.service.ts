@@ -3,6 +3,7 @@ import type { DB, WorkflowsTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { refuseUniqueViolation } from '../../db/unique.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { newId } from '../../lib/ids.js';
 import type { EventBus } from '../webhooks/events.js';
 import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem, type CompiledTrigger } from './matching.js';
@@ -119,7 +120,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
         updated_at: now,
       };
       await withSlug(accountId, body.slug, () =>
-        db.transaction().execute(async (trx) => {
+        writeTransaction(db, async (trx) => {
           // The unique index refuses it too (withSlug); checking first saves a failed write in the common case.
           await slugFree(trx, accountId, body.slug);
           await repo.insert(trx, row);
@@ -130,7 +131,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
 
     async update(accountId: string, id: string, body: UpdateWorkflowBody) {
       check(body);
-      const row = await withSlug(accountId, body.slug, () => db.transaction().execute(async (trx) => {
+      const row = await withSlug(accountId, body.slug, () => writeTransaction(db, async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('workflow', id);
         if (body.slug !== undefined) await slugFree(trx, accountId, body.slug, id);
@@ -150,7 +151,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     },
 
     async delete(accountId: string, id: string) {
-      const deleted = await db.transaction().execute((trx) => repo.delete(trx, accountId, id));
+      const deleted = await writeTransaction(db, (trx) => repo.delete(trx, accountId, id));
       if (!deleted) throw notFound('workflow', id);
       return { deleted: true };
     },
