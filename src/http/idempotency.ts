@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
-import { withUnitOfWork } from '../db/unit-of-work.js';
+import { openUnitOfWork } from '../db/unit-of-work.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { ApiError, invalidRequest } from './errors.js';
@@ -48,6 +48,8 @@ interface Claim {
   accountId: string;
   key: string;
   lockedAt: number;
+  /** Ends the request's unit of work (src/db/unit-of-work.ts) once the answer is kept. */
+  endUnitOfWork?: () => void;
 }
 
 /** The longest a request can legitimately run: a claim older than this was left by a process that died. */
@@ -255,7 +257,7 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         if (outcome !== 'run') return;
         const claim = req.idempotency!;
         // Every write transaction the endpoint starts marks the key committed as its last statement.
-        withUnitOfWork({ beforeCommit: (trx) => repo.markCommitted(trx, claim, clock.now()) }, () => done());
+        claim.endUnitOfWork = openUnitOfWork({ beforeCommit: (trx) => repo.markCommitted(trx, claim, clock.now()) }, () => done());
       },
       (err: Error) => done(err),
     );
@@ -269,8 +271,12 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : payload == null ? '' : null;
     const write = status >= 500 || body === null ? repo.abandon(claim) : repo.record(claim, status, body);
     write.then(
-      () => done(null, payload),
+      () => {
+        claim.endUnitOfWork?.();
+        done(null, payload);
+      },
       (err: unknown) => {
+        claim.endUnitOfWork?.();
         // The answer still goes out; a retry after the lease runs the request again.
         log.error({ err, reqId: req.id }, 'could not record the answer of a request with an Idempotency-Key');
         done(null, payload);
