@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Logger } from '../lib/log.js';
 
 /** A periodic job: run() is called again intervalMs after the previous run finished (never overlapping). */
@@ -72,11 +73,14 @@ export function createWorker(tasks: WorkerTask[], log: Logger) {
     st.running = p;
   };
 
+  // A wake comes from whatever emitted (often a request): the task's loop must not inherit that request's async
+  // context (its unit of work, src/db/unit-of-work.ts) for the rest of its life, so it runs in the worker's own.
+  const own = new AsyncResource('parley-worker');
   const wakeOf = (task: WorkerTask) => () => {
     const st = states.get(task);
     if (!st || !started || controller.signal.aborted) return;
     if (st.running) st.again = true;
-    else if (st.timer) loop(task);
+    else if (st.timer) own.runInAsyncScope(() => loop(task));
   };
 
   for (const task of tasks) {

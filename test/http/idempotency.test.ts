@@ -282,6 +282,33 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a manual delivery retry whose answer was lost is not sent again: its key is marked with the attempt\'s record', async () => {
+      const rx = await slowReceiver(0);
+      try {
+        const hook = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_retry' } });
+        const sent = await t.request('POST', `/v1/webhooks/${hook.body.data.id}/test`, { key: t.key, body: {} });
+        assert.equal(sent.status, 200, sent.text);
+        const url = `/v1/webhooks/${hook.body.data.id}/deliveries/${sent.body.data.id}/retry`;
+        const record = t.ctx.idempotency.record;
+        t.ctx.idempotency.record = () => Promise.reject(new Error('the process died'));
+        let first;
+        try {
+          first = await t.request('POST', url, { key: t.key, headers: IK('k-lost-retry') });
+        } finally {
+          t.ctx.idempotency.record = record;
+        }
+        assert.equal(first.status, 200, first.text);
+        assert.equal(rx.received.length, 2, 'the test send and the retry');
+        t.fakeClock.advance(idempotencyLeaseMs(t.config) + 1);
+        const again = await t.request('POST', url, { key: t.key, headers: IK('k-lost-retry') });
+        assert.equal(again.status, 400, again.text);
+        assert.match(again.body.error.message, /was carried out, but its answer was lost/);
+        assert.equal(rx.received.length, 2, 'not sent a third time');
+      } finally {
+        await rx.close();
+      }
+    });
+
     test('a 5xx after the write committed keeps the key: a retry is told it was carried out at once', async () => {
       const before = (await t.request('GET', '/v1/faqs', { key: t.key })).body.data.total as number;
       const create = t.ctx.services.faqs.create;

@@ -14,6 +14,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DialectName } from '../../db/database.js';
 import type { DB, DeliveriesTable } from '../../db/schema.js';
+import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
 import type { Clock } from '../../lib/clock.js';
 import type { WorkerTask } from '../../worker/worker.js';
 import { nextAttemptDelay } from './retry.js';
@@ -121,6 +122,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     leaseOwner: string;
     at: number;
     res: SendResult;
+    /** The request this attempt was made for (a test send or a manual retry with an Idempotency-Key), if any. */
+    uow: UnitOfWork | undefined;
     done: (err?: unknown) => void;
   }
   let outbox: Outcome[] = [];
@@ -132,7 +135,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    */
   function record(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string, at: number, res: SendResult): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      outbox.push({ d, kind, leaseOwner, at, res, done: (err) => (err ? reject(err) : resolve()) });
+      // Only attempts a request makes itself: the worker's loop may have been woken from inside a request's context.
+      const uow = kind === 'auto' ? undefined : currentUnitOfWork();
+      outbox.push({ d, kind, leaseOwner, at, res, uow, done: (err) => (err ? reject(err) : resolve()) });
       if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush);
     });
   }
@@ -143,6 +148,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     try {
       await db.transaction().execute(async (trx) => {
         for (const o of batch) await writeOutcome(trx, o);
+        // A manual retry's key is marked committed with its attempt's record: once the attempt is recorded, a
+        // retry of the request must not send again.
+        for (const o of batch) await o.uow?.beforeCommit(trx);
       });
       for (const o of batch) {
         o.d.attempt_count += 1;
