@@ -218,15 +218,15 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         reply.code(row.status_code).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(row.response ?? '');
         return 'replayed';
       }
-      if (row.locked_at <= now - leaseMs && row.committed_at !== null) {
-        // Its write committed but no answer was kept (the process died first, or the request failed after it):
-        // running it again would repeat the write.
-        throw invalidRequest(
-          `header.Idempotency-Key ${JSON.stringify(key)}: the request sent with this key was carried out, but its answer was lost ` +
-            '(the service stopped or failed before answering); it is not run again. Check the outcome (list or get the resource), then use a new key',
-        );
-      }
       if (row.locked_at <= now - leaseMs) {
+        if (row.committed_at !== null) {
+          // Its write committed but no answer was kept (the process died first, or the request failed after it):
+          // running it again would repeat the write.
+          throw invalidRequest(
+            `header.Idempotency-Key ${JSON.stringify(key)}: the request sent with this key was carried out, but its answer was lost ` +
+              '(the service stopped or failed before answering); it is not run again. Check the outcome (list or get the resource), then use a new key',
+          );
+        }
         // Left by a process that died before it wrote anything: it runs again.
         if (await repo.takeOver(accountId, key, row.locked_at, now)) {
           req.idempotency = { accountId, key, lockedAt: now };
