@@ -7,6 +7,7 @@ import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
+import type { AssistantSettings } from '../assistant/assistant.schemas.js';
 import { detectHandoff, handoffRemainder, isAffirmative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
@@ -55,6 +56,9 @@ export function topicText(text: string) {
     .replace(EMAILS_IN_TEXT, ' ')
     .replace(/\b(?:https?:\/\/|www\.)\S*/gi, ' ');
 }
+
+/** The account's assistant settings as a conversation's persona speaks them: its own name when it has one. */
+const speakingAs = (settings: AssistantSettings, persona: string | null): AssistantSettings => ({ ...settings, name: persona ?? settings.name });
 
 function countOf(items: string[]) {
   const counts = new Map<string, number>();
@@ -155,15 +159,23 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     const labelOf = new Map<string, string>([...faqs.map((f) => [f.id, f.category] as const), ...docs.map((d) => [d.id, documentLabel(d.title, d.id)] as const)]);
     const cited = countOf(citations.flatMap((id) => labelOf.get(id) ?? []));
     // Messages come in conversation order (seq): a customer message's reply is the message after it.
-    const questions = messages.flatMap((m, i) => (m.role === 'customer' && isKnowledgeQuestion(m.content, m.created_at, c.escalated_at) ? [{ m, reply: messages[i + 1] }] : []));
-    // A request for a person can say what it is about ("a human about my refund"): that part counts as well.
-    const topical = [...questions.map(({ m }) => topicText(m.content)), ...messages.flatMap((m) => (m.role === 'customer' && detectHandoff(m.content) ? [handoffRemainder(topicText(m.content))] : []))];
+    const replies: (MessagesTable | undefined)[] = [];
+    const topical: string[] = [];
+    messages.forEach((m, i) => {
+      if (m.role !== 'customer') return;
+      // A request for a person can say what it is about ("a human about my refund"): that part counts too.
+      if (detectHandoff(m.content)) topical.push(handoffRemainder(topicText(m.content)));
+      else if (isKnowledgeQuestion(m.content, m.created_at, c.escalated_at)) {
+        topical.push(topicText(m.content));
+        replies.push(messages[i + 1]);
+      }
+    });
     const keywords = countOf(topical.flatMap((text) => words(text).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^\d+$/.test(w))));
     const topic = mostFrequent(cited) ?? mostFrequent(keywords);
     const tags = [...cited.keys()].sort();
     if (c.escalated_at !== null) tags.push('escalated');
     const uncited = (r: MessagesTable | undefined) => r?.role === 'assistant' && (r.sources === null || r.sources === '[]') && r.workflow_id === null;
-    if (questions.some(({ reply }) => uncited(reply))) tags.push('unanswered');
+    if (replies.some(uncited)) tags.push('unanswered');
     return { topic, tags };
   }
 
@@ -234,7 +246,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         ended_at: null,
       };
       // The persona named at start speaks for this conversation (the account's greeting and tone, its name).
-      const greeting = assistantMessage(accountId, id, assistant.greetingText({ ...settings, name: row.persona ?? settings.name }), [], at, 1);
+      const greeting = assistantMessage(accountId, id, assistant.greetingText(speakingAs(settings, row.persona)), [], at, 1);
       return writeTransaction(db, async (trx) => {
         await repo.insertConversation(trx, row);
         await repo.insertMessages(trx, [greeting]);
@@ -280,7 +292,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
         // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
-        reply = await assistant.reply(accountId, content, history, { ...settings, name: c.persona ?? settings.name });
+        reply = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona));
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
