@@ -19,10 +19,8 @@ if (files.length === 0) {
 }
 // The CLI tests run bin/parley.js, which runs the build: build first so they test these sources.
 if (files.some((f) => f.includes(join('test', 'cli')))) {
-  for (const args of [['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], ['scripts/copy-assets.mjs']]) {
-    const b = spawnSync(process.execPath, args, { stdio: 'inherit' });
-    if (b.status !== 0) process.exit(b.status ?? 1);
-  }
+  const b = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
+  if (b.status !== 0) process.exit(b.status ?? 1);
 }
 // No --test-force-exit: with several files at once it can drop the last verdicts of a file and still exit 0
 // (nodejs/node#64833; seen here as a run reporting 668 of 678 tests). Each file must close what it opens; a file that

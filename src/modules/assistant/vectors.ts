@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { normalize } from './text.js';
 
-/** Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/copy-assets.mjs). */
+/** Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs). */
 export const WORD_VECTORS_FILE = fileURLToPath(new URL('./assets/word-vectors.bin', import.meta.url));
 
 /** SIF smoothing: a word that is 0.1% of running text weighs half as much as a rare one. */

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
 
 /**
- * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/copy-assets.mjs), so a built
+ * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
  * install serves them without src/.
  */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
