@@ -1,5 +1,7 @@
 import type { AppContext } from '../context.js';
+import { lockForCheckThenWrite } from '../db/locks.js';
 import { AccountsError } from '../modules/accounts/accounts.service.js';
+import { createDocumentsService } from '../modules/documents/documents.service.js';
 
 // A small sample shop, enough to hold a conversation with `parley demo` right after installing.
 const DOCUMENTS = [
@@ -37,25 +39,31 @@ const FAQS = [
 /**
  * Loads the sample documents and FAQs into an account, skipping each one the account already has (a document
  * with the same title, an FAQ with the same question, in any status), so running it again adds nothing.
- * Answers how many it loaded and how many it skipped.
+ * The check and the inserts share one transaction under a lock, so two runs started together load the samples
+ * once: the second waits, then finds them. Answers how many it loaded and how many it skipped.
  */
 export async function runDemo(ctx: AppContext, accountId: string) {
-  const account = await ctx.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw new AccountsError(`account ${accountId} not found`);
-  const [docRows, faqRows] = await Promise.all([
-    ctx.db.selectFrom('documents').select('title').where('account_id', '=', accountId).where('title', 'in', DOCUMENTS.map((d) => d.title)).execute(),
-    ctx.db.selectFrom('faqs').select('question').where('account_id', '=', accountId).where('question', 'in', FAQS.map((f) => f.question)).execute(),
-  ]);
-  const haveTitles = new Set(docRows.map((r) => r.title));
-  const haveQuestions = new Set(faqRows.map((r) => r.question));
-  const docs = DOCUMENTS.filter((d) => !haveTitles.has(d.title));
-  const faqs = FAQS.filter((f) => !haveQuestions.has(f.question));
-  for (const d of docs) await ctx.services.documents.create(accountId, { ...d, status: 'active' });
-  for (const f of faqs) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' });
-  return {
-    accountId,
-    documents: docs.length,
-    faqs: faqs.length,
-    skipped: { documents: DOCUMENTS.length - docs.length, faqs: FAQS.length - faqs.length },
-  };
+  return ctx.db.transaction().execute(async (trx) => {
+    await lockForCheckThenWrite(trx, ctx.database.dialect, `parley demo ${accountId}`);
+    const account = await trx.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
+    if (!account) throw new AccountsError(`account ${accountId} not found`);
+    const [docRows, faqRows] = await Promise.all([
+      trx.selectFrom('documents').select('title').where('account_id', '=', accountId).where('title', 'in', DOCUMENTS.map((d) => d.title)).execute(),
+      trx.selectFrom('faqs').select('question').where('account_id', '=', accountId).where('question', 'in', FAQS.map((f) => f.question)).execute(),
+    ]);
+    const haveTitles = new Set(docRows.map((r) => r.title));
+    const haveQuestions = new Set(faqRows.map((r) => r.question));
+    const docs = DOCUMENTS.filter((d) => !haveTitles.has(d.title));
+    const faqs = FAQS.filter((f) => !haveQuestions.has(f.question));
+    // The services' own rules, with their writes in this transaction.
+    const documents = createDocumentsService(trx, ctx.clock, (fn) => fn(trx));
+    for (const d of docs) await documents.create(accountId, { ...d, status: 'active' });
+    for (const f of faqs) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' }, trx);
+    return {
+      accountId,
+      documents: docs.length,
+      faqs: faqs.length,
+      skipped: { documents: DOCUMENTS.length - docs.length, faqs: FAQS.length - faqs.length },
+    };
+  });
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { runDemo } from '../../src/cli/demo.js';
 import { useTestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
@@ -28,6 +29,16 @@ for (const dialect of DIALECTS) {
       // Another account gets its own copy.
       const other = await t.account();
       assert.deepEqual(await runDemo(t.ctx, other.accountId), { accountId: other.accountId, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+    });
+
+    test('runs started together load the samples once: the check and the inserts share one locked transaction', async () => {
+      const { accountId } = await t.account();
+      // Open the pool's connections first: otherwise each run waits for a new connection and they run one by one.
+      await Promise.all([1, 2, 3, 4, 5].map(() => sql`select 1`.execute(t.ctx.db)));
+      const runs = await Promise.all([1, 2, 3, 4].map(() => runDemo(t.ctx, accountId)));
+      assert.deepEqual(runs.map((r) => r.documents + r.faqs).sort(), [0, 0, 0, 10]);
+      assert.equal(await count('documents', accountId), 4);
+      assert.equal(await count('faqs', accountId), 6);
     });
   });
 }
