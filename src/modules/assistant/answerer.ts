@@ -23,7 +23,7 @@
  * The weights were fitted on the eight held-out sets in bench/eval/heldout (never on
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
-import { detectHandoff, smallTalkKind } from './intent.js';
+import { detectHandoff, leansOnPrevious, smallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 
 export interface Persona {
@@ -157,11 +157,11 @@ export interface Decision {
  */
 export function decide(index: KnowledgeIndex, question: string, opts: AnswerOptions = {}): Decision | undefined {
   let result = index.searchDetailed(question, 6);
-  // A short follow-up ("and for Canada?") is interpreted with the previous customer turn.
-  const prev = lastCustomerTurn(opts.history, question);
-  if (prev && question.split(/\s+/).length <= 6) {
+  // A follow-up ("and for Canada?", "is that covered?") is read with the previous question.
+  const prev = leansOnPrevious(question) ? previousQuestion(opts.history, question) : undefined;
+  if (prev) {
     const merged = index.searchDetailed(`${prev} ${question}`, 6);
-    if (merged.hits[0] && (!result.hits[0] || merged.hits[0].coverage > result.hits[0].coverage)) result = merged;
+    if (merged.hits[0]) result = merged;
   }
   const { hits } = result;
   const best = hits[0];
@@ -174,13 +174,22 @@ export function decide(index: KnowledgeIndex, question: string, opts: AnswerOpti
   return { confidence: confidenceOf(features), features, cited, hits };
 }
 
-function lastCustomerTurn(history: ChatTurn[] | undefined, current: string): string | undefined {
+/**
+ * The customer's last question before `current` (small talk and requests for a person skipped); when that one was
+ * itself a follow-up, with the question it followed ("how do I return something" → "how long does that take?" →
+ * "for Canada?"), up to three messages in all.
+ */
+function previousQuestion(history: ChatTurn[] | undefined, current: string): string | undefined {
   if (!history) return undefined;
-  for (let i = history.length - 1; i >= 0; i--) {
+  const taken: string[] = [];
+  for (let i = history.length - 1; i >= 0 && taken.length < 3; i--) {
     const t = history[i]!;
-    if ((t.role === 'customer' || t.role === 'user') && t.content.trim() !== current.trim()) return t.content;
+    if (t.role !== 'customer' && t.role !== 'user') continue;
+    if (t.content.trim() === current.trim() || smallTalkKind(t.content) || detectHandoff(t.content)) continue;
+    taken.unshift(t.content);
+    if (!leansOnPrevious(t.content)) break;
   }
-  return undefined;
+  return taken.length ? taken.join(' ') : undefined;
 }
 
 function noAnswer(confidence: number): AssistantAnswer {

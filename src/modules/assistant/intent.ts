@@ -141,6 +141,25 @@ export function handoffRemainder(text: string): string {
     .join(' ');
 }
 
+const CONTINUATION = /^(?:and|also|plus|or|but|so|then|even|what about|how about|what if|same (?:for|with|goes for)|for|to|in|with|via|from|by)\b/;
+const REFERRING = new Set(['it', 'its', "it's", 'that', "that's", 'this', 'these', 'those', 'them', 'they', 'one', 'ones']);
+
+/**
+ * A message that leans on the one before it and means little alone: it opens as a continuation ("and for
+ * Canada?", "what about klarna?", "also express?") or it is short and refers back ("how long does it take?", "is
+ * that covered?"). Only such a message is searched together with the previous question; a short message that
+ * names its own subject ("can I pay with bitcoin") is a new question, and borrowing the previous one's words would
+ * answer it from the previous article.
+ */
+export function leansOnPrevious(text: string): boolean {
+  const t = clean(text);
+  if (!t) return false;
+  const words = t.split(' ');
+  if (words.length > 12) return false;
+  if (CONTINUATION.test(t)) return true;
+  return words.length <= 8 && words.some((w) => REFERRING.has(w));
+}
+
 /** "yes please", "sure", "ok go ahead", "oui": a plain yes, in a few languages, and nothing else. */
 const AFFIRMATIVE =
   /^(?:yes|yeah|yep|yup|ya|yea|sure|ok|okay|please|absolutely|definitely|of course|go ahead|please do|do it|si|oui|ja|sim|tak|yes i would|i would|that would be (?:great|good|nice|helpful))(?: (?:yes|please|pls|thanks|thank you|sure|go ahead|do|that would be (?:great|good|nice|helpful)|por favor|s'il vous plait|bitte))*$/;

@@ -1,0 +1,52 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
+import { answer, type ChatTurn } from '../../../src/modules/assistant/answerer.js';
+import { leansOnPrevious } from '../../../src/modules/assistant/intent.js';
+import { DOCS, FAQS } from './fixtures.js';
+
+// A conversation goes on: a follow-up is read with the question before it, a new question on its own.
+const index = KnowledgeIndex.build(DOCS, FAQS);
+
+/** The history the chat service passes: earlier turns, assistant replies included. */
+function after(...customer: string[]): ChatTurn[] {
+  return customer.flatMap((content) => [
+    { role: 'customer', content },
+    { role: 'assistant', content: answer(index, content).content },
+  ]);
+}
+
+test('messages that lean on the previous one: continuations and short references', () => {
+  for (const m of ['and for Ireland?', 'what about express?', 'And how long does it take?', 'is that free?', 'also to PO boxes?', 'how much are they?', 'for Ireland?']) {
+    assert.ok(leansOnPrevious(m), m);
+  }
+  for (const m of ['can I pay with bitcoin', 'how much is express shipping?', 'do you sell gift cards', 'hi', '',
+    'I ordered a teapot last week and it arrived broken in two pieces, what can you do about it?']) {
+    assert.ok(!leansOnPrevious(m), m);
+  }
+});
+
+test('a follow-up is answered from the subject of the question before it', () => {
+  const returns = answer(index, 'and how long does that take?', { history: after('can I return opened tea?') });
+  assert.equal(returns.kind, 'answer');
+  assert.equal(returns.sources[0], 'doc-returns');
+  // Alone, the same words are about delivery times.
+  assert.equal(answer(index, 'and how long does that take?').sources[0], 'doc-shipping');
+  // "is it free?" alone finds "caffeine free"; after a question about the subscription it is about the subscription.
+  assert.equal(answer(index, 'is it free?').sources[0], 'faq-caffeine');
+  assert.equal(answer(index, 'is it free?', { history: after('how do I cancel my subscription?') }).sources[0], 'doc-subscription');
+});
+
+test('a new question is not answered from the previous article', () => {
+  assert.equal(answer(index, 'do you accept paypal').kind, 'no_answer');
+  const reply = answer(index, 'do you accept paypal', { history: after('how do I cancel my subscription?') });
+  assert.equal(reply.kind, 'no_answer', reply.content);
+  assert.deepEqual(reply.sources, []);
+});
+
+test('small talk between does not break the thread, and a follow-up of a follow-up keeps the subject', () => {
+  const history = [...after('how much is express shipping?'), ...after('thanks!')];
+  assert.equal(answer(index, 'and to Ireland?', { history }).sources[0], 'doc-shipping');
+  const chain = after('can I return opened tea?', 'how long does that take?');
+  assert.equal(answer(index, 'and for Ireland?', { history: chain }).sources[0], 'doc-returns');
+});
