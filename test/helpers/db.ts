@@ -49,6 +49,8 @@ export async function createTestDatabase(dialect: DialectName, opts: { file?: st
 /**
  * Orders rows of an insert-only table (events) as they were written: ids order only by millisecond (their
  * random part is fresh for each id), and tests with a fake clock write many rows in one millisecond.
- * SQLite's rowid grows with each insert; PostgreSQL's ctid does for a small table that is never updated.
+ * SQLite's rowid grows with each insert. On PostgreSQL the inserting transaction's id (xmin) orders transactions
+ * (one after another, as a test's are), and ctid the rows of one transaction; ctid alone is not enough: each
+ * pooled connection fills its own page, so a later transaction's row can sit before an earlier one's.
  */
-export const insertionOrder = (dialect: DialectName) => (dialect === 'sqlite' ? sql`rowid` : sql`ctid`);
+export const insertionOrder = (dialect: DialectName) => (dialect === 'sqlite' ? sql`rowid` : sql`xmin::text::bigint, ctid`);

@@ -160,6 +160,14 @@ export function leansOnPrevious(text: string): boolean {
   return words.length <= 8 && words.some((w) => REFERRING.has(w));
 }
 
+const QUESTION_START = /^(?:how|what|whats|what's|when|where|why|who|which|whose|can|could|do|does|did|is|are|was|were|will|would|should|shall|may|might|have|has|any|anyone)\b/;
+
+/** A message that asks something: it ends with a question mark or opens like a question ("how do I…", "can you…"). */
+export function asksSomething(text: string): boolean {
+  if (/\?\s*$/.test(text)) return true;
+  return QUESTION_START.test(clean(text));
+}
+
 /** "yes please", "sure", "ok go ahead", "oui": a plain yes, in a few languages, and nothing else. */
 const AFFIRMATIVE =
   /^(?:yes|yeah|yep|yup|ya|yea|sure|ok|okay|please|absolutely|definitely|of course|go ahead|please do|do it|si|oui|ja|sim|tak|yes i would|i would|that would be (?:great|good|nice|helpful))(?: (?:yes|please|pls|thanks|thank you|sure|go ahead|do|that would be (?:great|good|nice|helpful)|por favor|s'il vous plait|bitte))*$/;

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
-import { detectHandoff, handoffRemainder, isAffirmative } from '../assistant/intent.js';
+import { asksSomething, detectHandoff, handoffRemainder, isAffirmative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
@@ -342,8 +342,11 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
                 : "Of course. I'm passing this conversation to a person from our team.";
           text = lead + ask;
         } else if (reply.kind === 'no_answer' && alreadyEscalated) {
-          // A person is already on the way: no offer to connect one.
-          text = `I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. A person from our team has already been asked to take over this conversation.${ask}`;
+          // A person is already on the way: no offer to connect one. "I don't know the answer" only to a question about
+          // something (some word of it is in the knowledge base), not to "yes" or "are you there?" after being asked
+          // for an email.
+          const unknown = asksSomething(content) && reply.confidence > 0 ? "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. " : '';
+          text = `${unknown}A person from our team has already been asked to take over this conversation.${ask}`;
         }
 
         // Positions in the conversation: message_count counted both, under the row's lock.

@@ -70,6 +70,11 @@ for (const dialect of DIALECTS) {
       const text = unknown.body.data.messages[1].content as string;
       assert.doesNotMatch(text, /Would you like me to connect you/);
       assert.match(text, /already been asked to take over this conversation\. What's the best email address to reach you\?$/);
+      // Not a question: no "I don't know the answer to that".
+      for (const m of ['yes', 'are you still there?']) {
+        const r = await send(id, m);
+        assert.equal(r.body.data.messages[1].content, "A person from our team has already been asked to take over this conversation. What's the best email address to reach you?", m);
+      }
 
       const first = await send(id, 'it is jo@acme.test');
       assert.equal(first.body.data.messages[1].content, 'Thank you — a person from our team will reach you at jo@acme.test.');
@@ -85,7 +90,7 @@ for (const dialect of DIALECTS) {
       assert.match(later.body.data.messages[1].content, /already been asked to take over this conversation\. They will reply to other@acme\.test\.$/);
       const row = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       assert.equal(row.customer_email, 'other@acme.test');
-      assert.equal(row.unanswered_streak, 2, 'the two questions count; the three email messages do not');
+      assert.equal(row.unanswered_streak, 4, 'the four messages without an answer count; the three email messages do not');
       assert.equal((await events('escalation', id)).length, 1);
     });
 
