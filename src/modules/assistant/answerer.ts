@@ -23,6 +23,7 @@
  * The weights were fitted on the eight held-out sets in bench/eval/heldout (never on
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
+import { isChosenName } from './assistant.schemas.js';
 import { detectHandoff, leansOnPrevious, smallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 
@@ -208,10 +209,9 @@ function compose(cited: Hit[], persona?: Persona): string {
 }
 
 function smallTalkReply(kind: 'greeting' | 'thanks' | 'bye', persona?: Persona): string {
-  const me = persona?.name ? `I'm ${persona.name}, ` : "I'm the assistant, ";
   switch (kind) {
     case 'greeting':
-      return `Hello! ${me}how can I help you today?`;
+      return isChosenName(persona?.name) ? `Hello! I'm ${persona.name}, how can I help you today?` : 'Hello! How can I help you today?';
     case 'thanks':
       return "You're welcome! Is there anything else I can help with?";
     case 'bye':

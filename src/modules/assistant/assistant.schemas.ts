@@ -18,3 +18,9 @@ export const DEFAULT_SETTINGS: AssistantSettings = {
   greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?",
   tone: 'friendly and concise',
 };
+
+/** The default greeting while the persona still has the default name: not "Hi! I'm Assistant, the virtual assistant". */
+export const UNNAMED_GREETING = "Hi! I'm the virtual assistant. How can I help you today?";
+
+/** True for a persona name an owner chose (not the default "Assistant"), which the assistant introduces itself by. */
+export const isChosenName = (name: string | undefined): name is string => !!name && name !== DEFAULT_SETTINGS.name;

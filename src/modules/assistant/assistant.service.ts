@@ -6,7 +6,7 @@ import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
-import { DEFAULT_SETTINGS, type AssistantSettings, type UpdateAssistantSettingsBody } from './assistant.schemas.js';
+import { DEFAULT_SETTINGS, isChosenName, UNNAMED_GREETING, type AssistantSettings, type UpdateAssistantSettingsBody } from './assistant.schemas.js';
 
 interface CachedIndex {
   version: number;
@@ -100,6 +100,7 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
     },
 
     greetingText(s: AssistantSettings) {
+      if (!isChosenName(s.name) && s.greeting === DEFAULT_SETTINGS.greeting) return UNNAMED_GREETING;
       return s.greeting.replaceAll('{name}', s.name);
     },
 

@@ -34,7 +34,7 @@ for (const dialect of DIALECTS) {
       assert.equal(conversation.endedAt, null);
       assert.equal(messages.length, 1);
       assert.equal(messages[0].role, 'assistant');
-      assert.match(messages[0].content, /Assistant/);
+      assert.equal(messages[0].content, "Hi! I'm the virtual assistant. How can I help you today?");
       const evs = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === conversation.id);
       assert.deepEqual(evs.map((e) => e.event), ['conversation.started', 'conversation.message']);
       assert.deepEqual(evs[0]!.data, { conversationId: conversation.id, customerId: 'cus_1', customerLabel: 'Ada', persona: 'Assistant', metadata: { page: '/pricing' } });
@@ -191,6 +191,12 @@ for (const dialect of DIALECTS) {
       assert.equal(s.body.data.messages[0].content, 'Hey, Spoke here!');
       assert.equal(s.body.data.conversation.persona, 'Spoke');
       await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Assistant', greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?" } });
+      // The default persona has no name it chose: it does not introduce itself as "Assistant, the virtual assistant".
+      const plain = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      assert.equal(plain.body.data.messages[0].content, "Hi! I'm the virtual assistant. How can I help you today?");
+      assert.equal(plain.body.data.conversation.persona, 'Assistant');
+      const hello = await t.request('POST', `/v1/chat/conversations/${plain.body.data.conversation.id}/messages`, { key: publicKey, body: { content: 'hello' } });
+      assert.equal(hello.body.data.messages[1].content, 'Hello! How can I help you today?');
     });
   });
 }
