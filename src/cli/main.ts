@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
+import { BackupError, backupSqlite } from '../db/backup.js';
 import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
@@ -20,6 +21,8 @@ Usage:
                                       refused once an account exists, unless --force
   parley demo --account ID            load a sample knowledge base into an account (what the
                                       account already has, by title or question, is skipped)
+  parley backup --to FILE             copy the SQLite database, while it serves, to a new file
+                                      (PostgreSQL: use pg_dump)
   parley accounts create --name NAME --plan free|pro|business|enterprise
                          [--rate-limit-minute N --rate-limit-day N]
   parley accounts list
@@ -81,6 +84,7 @@ export async function main(argv: string[]): Promise<number> {
       body: { type: 'string' },
       signature: { type: 'string' },
       'body-file': { type: 'string' },
+      to: { type: 'string' },
     },
   });
   const json = values.json ?? false;
@@ -165,6 +169,17 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       });
     }
+    case 'backup': {
+      if (!values.to) throw new UsageError('--to is required: the new file to write the backup to');
+      if (!config.databaseUrl.startsWith('sqlite:')) {
+        throw new UsageError('parley backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see README.md, Backups)');
+      }
+      const file = config.databaseUrl.slice('sqlite:'.length);
+      if (file === '' || file === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
+      const copied = backupSqlite(file, values.to);
+      out(copied, `Backed up ${file} to ${copied.path} (${copied.bytes} bytes, ${copied.durationMs} ms).`);
+      return 0;
+    }
     case 'accounts':
       return withContext(config, async (ctx) => {
         if (sub === 'create') {
@@ -223,7 +238,7 @@ export async function run(argv: string[]) {
     process.exitCode = await main(argv);
   } catch (err) {
     const startup = (err as Error).name === 'StartupError';
-    const known = err instanceof AccountsError || err instanceof UsageError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const known = err instanceof AccountsError || err instanceof UsageError || err instanceof BackupError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const message = known || startup ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
     if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.stderr.write(`parley: ${message}\n`);
