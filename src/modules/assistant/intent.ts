@@ -177,6 +177,14 @@ export function isAffirmative(text: string): boolean {
   return AFFIRMATIVE.test(clean(text));
 }
 
+const NEGATIVE =
+  /^(?:no|nope|nah|not now|not yet|no need|no thanks?|no thank you|never ?mind|i'?m (?:fine|good|ok|okay|all good)|(?:that'?s|it'?s) (?:ok|okay|fine|alright)|all good|don'?t bother|non|nein|nee)(?: (?:no|thanks?|thank you|i'?m (?:fine|good|ok|okay)|(?:that'?s|it'?s) (?:ok|okay|fine|alright)|not now|for now|all good|merci|danke|gracias))*$/;
+
+/** True when the message is only a no ("no thanks", "nope, I'm fine"): to decline the assistant's offer of a person. */
+export function isNegative(text: string): boolean {
+  return NEGATIVE.test(clean(text));
+}
+
 const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;
 const THANKS = /^(?:(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)(?: (?:so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*)$/;
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import type { AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
-import { asksSomething, detectHandoff, handoffRemainder, isAffirmative } from '../assistant/intent.js';
+import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
@@ -23,6 +23,7 @@ type ConversationRow = Selectable<ConversationsTable>;
 /** Two unanswered questions in a row hand the conversation to a person (reason no_answer). */
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
+const DECLINED_TEXT = 'No problem. Is there anything else I can help with?';
 
 /**
  * A document's label: its title in lower case, runs of anything but letters, digits and marks made single
@@ -282,12 +283,17 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       let reply: AssistantAnswer;
       // "yes please" right after the assistant offered a person accepts the offer: a request for a person.
       const lastReply = transcript.findLast((m) => m.role === 'assistant');
-      const handoff = detectHandoff(content) || (lastReply !== undefined && offersPerson(lastReply.content) && isAffirmative(content));
+      const offered = lastReply !== undefined && offersPerson(lastReply.content);
+      const handoff = detectHandoff(content) || (offered && isAffirmative(content));
+      // "no thanks" to that offer declines it: not a question the knowledge base failed to answer.
+      const declined = !handoff && offered && isNegative(content);
       // A workflow that has its own reply answers the message in place of the knowledge base; a request for a
       // person comes first.
       const replying = handoff ? undefined : triggered.find((w) => w.reply !== null);
       if (handoff) {
         reply = { kind: 'handoff', content: '', sources: [], confidence: 1, topics: [] };
+      } else if (declined) {
+        reply = { kind: 'smalltalk', content: DECLINED_TEXT, sources: [], confidence: 1, topics: [] };
       } else if (replying) {
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {

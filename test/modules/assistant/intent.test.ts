@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { detectHandoff, isAffirmative, isGreetingOrSmallTalk, smallTalkKind } from '../../../src/modules/assistant/intent.js';
+import { detectHandoff, isAffirmative, isGreetingOrSmallTalk, isNegative, smallTalkKind } from '../../../src/modules/assistant/intent.js';
 
 const POSITIVE = [
   'talk to a person',
@@ -124,9 +124,11 @@ for (const msg of NEGATIVE) {
   test(`not handoff: ${msg}`, () => assert.equal(detectHandoff(msg), false));
 }
 
-test('a plain yes is affirmative; a yes with a question or a no is not', () => {
+test('a plain yes is affirmative, a plain no negative; with a question or a request, neither', () => {
   for (const m of ['yes', 'Yes please!', 'yeah sure', 'ok go ahead', 'please do', 'that would be great, thanks', 'oui', 'sí por favor']) assert.equal(isAffirmative(m), true, m);
   for (const m of ['yes, but where is my order?', 'no thanks', 'not yet', 'yes I want a refund', '']) assert.equal(isAffirmative(m), false, m);
+  for (const m of ['no', 'No thanks', "nope, I'm fine", 'not now', "I'm good, thanks", "that's ok", 'nah', 'never mind', 'non merci']) assert.equal(isNegative(m), true, m);
+  for (const m of ['no I want a refund', 'not working', 'no tracking info yet', 'yes', 'nobody answered', '']) assert.equal(isNegative(m), false, m);
 });
 
 test('small talk', () => {

@@ -241,6 +241,27 @@ for (const dialect of DIALECTS) {
       assert.equal((await events('escalation', other.conversation.id)).length, 0);
     });
 
+    test('"no thanks" to the offer of a person declines it: no escalation, and it is not an unanswered question', async () => {
+      const { conversation } = await start({ customerId: 'cus_no' });
+      const id = conversation.id;
+      const q = await send(id, 'can I pay for my order with bitcoin or dogecoin from my hardware wallet?');
+      assert.match(q.body.data.messages[1].content, /Would you like me to connect you with a person/);
+      const no = await send(id, "nope, I'm fine");
+      assert.equal(no.status, 200, no.text);
+      assert.equal(no.body.data.messages[1].content, 'No problem. Is there anything else I can help with?');
+      assert.deepEqual(no.body.data.messages[1].sources, []);
+      assert.equal((await events('escalation', id)).length, 0, 'declining is not a second unanswered question');
+      const row = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.unanswered_streak, 1);
+      // The next question the knowledge base cannot answer is the second in a row: a person is asked to take over.
+      const again = await send(id, 'do you sell saxophone reeds?');
+      assert.match(again.body.data.messages[1].content, /^I'm sorry I couldn't answer your questions/);
+      assert.equal((await events('escalation', id))[0].reason, 'no_answer');
+      // Without the offer just before it, "no" is an ordinary message.
+      const other = await start({ customerId: 'cus_no2' });
+      assert.notEqual((await send(other.conversation.id, 'no')).body.data.messages[1].content, 'No problem. Is there anything else I can help with?');
+    });
+
     test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
       const p = await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
       assert.equal(p.status, 200, p.text);
