@@ -186,7 +186,11 @@ export function isNegative(text: string): boolean {
 }
 
 const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;
-const THANKS = /^(?:(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)(?: (?:so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*)$/;
+const THANKS_WORD = String.raw`(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)`;
+/** "thanks so much", "ok great, thank you": thanking words, each with its modifiers. */
+const THANKS = new RegExp(
+  String.raw`^${THANKS_WORD}(?: (?:${THANKS_WORD}|so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*$`,
+);
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;
 
 export type SmallTalkKind = 'greeting' | 'thanks' | 'bye';
@@ -198,6 +202,11 @@ export function smallTalkKind(text: string): SmallTalkKind | undefined {
   if (GREETING.test(t)) return 'greeting';
   if (THANKS.test(t)) return 'thanks';
   if (BYE.test(t)) return 'bye';
+  // "thanks, bye", "ok great thank you, see you": thanks, then goodbye.
+  const w = t.split(' ');
+  for (let i = 1; i < w.length; i++) {
+    if (THANKS.test(w.slice(0, i).join(' ')) && BYE.test(w.slice(i).join(' '))) return 'bye';
+  }
   return undefined;
 }
 

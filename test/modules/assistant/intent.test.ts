@@ -135,6 +135,9 @@ test('small talk', () => {
   assert.equal(smallTalkKind('Hi!'), 'greeting');
   assert.equal(smallTalkKind('thanks so much'), 'thanks');
   assert.equal(smallTalkKind('bye'), 'bye');
+  assert.equal(smallTalkKind('thanks, bye!'), 'bye');
+  assert.equal(smallTalkKind('ok great thank you, see you'), 'bye');
+  assert.equal(smallTalkKind('thanks, where is my order'), undefined);
   assert.equal(isGreetingOrSmallTalk('hi, where is my order?'), false);
   assert.equal(isGreetingOrSmallTalk('How long does shipping take?'), false);
 });
