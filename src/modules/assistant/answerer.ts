@@ -24,7 +24,7 @@
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
 import { isChosenName } from './assistant.schemas.js';
-import { detectHandoff, leansOnPrevious, smallTalkKind } from './intent.js';
+import { detectHandoff, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 
 export interface Persona {
@@ -208,7 +208,7 @@ function compose(cited: Hit[], persona?: Persona): string {
   return `${intro}${body}${seeAlso}${tail}`;
 }
 
-function smallTalkReply(kind: 'greeting' | 'thanks' | 'bye', persona?: Persona): string {
+function smallTalkReply(kind: SmallTalkKind, persona?: Persona): string {
   switch (kind) {
     case 'greeting':
       return isChosenName(persona?.name) ? `Hello! I'm ${persona.name}, how can I help you today?` : 'Hello! How can I help you today?';
@@ -216,6 +216,8 @@ function smallTalkReply(kind: 'greeting' | 'thanks' | 'bye', persona?: Persona):
       return "You're welcome! Is there anything else I can help with?";
     case 'bye':
       return 'Thanks for chatting — have a great day!';
+    case 'unclear':
+      return 'Could you tell me a little more about what you need help with?';
   }
 }
 

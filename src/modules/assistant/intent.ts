@@ -193,10 +193,22 @@ const THANKS = new RegExp(
 );
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;
 
-export type SmallTalkKind = 'greeting' | 'thanks' | 'bye';
+export type SmallTalkKind = 'greeting' | 'thanks' | 'bye' | 'unclear';
 
-/** Classify messages that are pure greeting / thanks / goodbye (no question content). */
+/** Pictures that say thanks or fine on their own: 👍 🙏 👌 ❤ and smiles. */
+const THANKS_PICTURES = new Set(['\u{1F44D}', '\u{1F64F}', '\u{1F44C}', '\u2764', '\u{1F60A}', '\u{1F642}', '\u{1F600}', '\u{1F601}', '\u{1F603}', '\u{1F604}', '\u{1F970}', '\u{1F917}']);
+
+/**
+ * Classify messages that are pure greeting / thanks / goodbye (no question content), and messages without a
+ * single letter or digit in any script ("😡😡😡", "??", "..."): `unclear`, which the assistant asks about rather
+ * than counting as an unanswered question ("👍", "🙏" alone are thanks).
+ */
 export function smallTalkKind(text: string): SmallTalkKind | undefined {
+  if (!text.trim()) return undefined;
+  if (!/[\p{L}\p{N}]/u.test(text)) {
+    const pictures = text.match(/\p{Extended_Pictographic}/gu) ?? [];
+    return pictures.length > 0 && pictures.every((p) => THANKS_PICTURES.has(p)) ? 'thanks' : 'unclear';
+  }
   const t = normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
   if (!t) return undefined;
   if (GREETING.test(t)) return 'greeting';

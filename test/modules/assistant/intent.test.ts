@@ -138,6 +138,12 @@ test('small talk', () => {
   assert.equal(smallTalkKind('thanks, bye!'), 'bye');
   assert.equal(smallTalkKind('ok great thank you, see you'), 'bye');
   assert.equal(smallTalkKind('thanks, where is my order'), undefined);
+  // Nothing but pictures or punctuation: asked about, not an unanswered question; a thumbs up is thanks.
+  for (const m of ['😡😡😡', '???', '...', '🤔', '👍😡']) assert.equal(smallTalkKind(m), 'unclear', m);
+  for (const m of ['👍', '🙏🏽', '❤️❤️', '👌 🙂']) assert.equal(smallTalkKind(m), 'thanks', m);
+  // A question in another script has letters: it is a question, not unclear.
+  assert.equal(smallTalkKind('Где мой заказ?'), undefined);
+  assert.equal(smallTalkKind('我的订单在哪里？'), undefined);
   assert.equal(isGreetingOrSmallTalk('hi, where is my order?'), false);
   assert.equal(isGreetingOrSmallTalk('How long does shipping take?'), false);
 });

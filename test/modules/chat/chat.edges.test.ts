@@ -262,6 +262,17 @@ for (const dialect of DIALECTS) {
       assert.notEqual((await send(other.conversation.id, 'no')).body.data.messages[1].content, 'No problem. Is there anything else I can help with?');
     });
 
+    test('a message of only emoji or punctuation is asked about, and two of them do not escalate', async () => {
+      const { conversation } = await start({ customerId: 'cus_emoji' });
+      for (const m of ['😡😡😡', '???']) {
+        const r = await send(conversation.id, m);
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.body.data.messages[1].content, 'Could you tell me a little more about what you need help with?');
+      }
+      assert.equal((await events('escalation', conversation.id)).length, 0);
+      assert.equal((await send(conversation.id, '👍')).body.data.messages[1].content, "You're welcome! Is there anything else I can help with?");
+    });
+
     test('a persona named at start speaks the greeting and the small talk of that conversation', async () => {
       const p = await t.request('PUT', '/v1/settings/assistant', { key: t.key, body: { name: 'Robin', greeting: 'Hey, {name} here.' } });
       assert.equal(p.status, 200, p.text);
