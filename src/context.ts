@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
-import { createGroupCommit } from './db/group-commit.js';
 import { deliveriesChannel, listen } from './db/notify.js';
 import type { DB } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limit.js';
@@ -55,14 +54,12 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.
   const assistant = createAssistantService(db, config, { log: (msg, err) => log.warn({ err }, msg) });
-  // Concurrent document writes share SQLite commits (one transaction per job on PostgreSQL).
-  const writes = createGroupCommit(db, database.dialect);
   const workflows = createWorkflowsService(db, clock, events);
   const faqs = createFaqsService(db, clock);
   const analytics = createAnalyticsService(db, database.dialect);
   const services = {
     accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs }),
-    documents: createDocumentsService(db, clock, writes),
+    documents: createDocumentsService(db, clock),
     faqs,
     assistant,
     chat: createChatService({ db, dialect: database.dialect, clock, events, assistant, workflows }),

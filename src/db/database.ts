@@ -17,8 +17,10 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { startCheckpointer } from './checkpointer.js';
+import { createGroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations/index.js';
 import type { DB } from './schema.js';
+import { useWriter } from './unit-of-work.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -112,6 +114,8 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    // SQLite has one writer: concurrent requests' write transactions share commits (group-commit.ts).
+    useWriter(db, createGroupCommit(db, 'sqlite'));
     const setQueryTimeout = () => undefined;
     if (file === ':memory:') return { db, dialect: 'sqlite', url, setQueryTimeout, close: () => db.destroy() };
     // Checkpoints happen on a second connection off the event loop (checkpointer.ts); the automatic one is

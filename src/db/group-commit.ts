@@ -1,9 +1,9 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DialectName } from './database.js';
 import type { DB } from './schema.js';
-import { committingWith, currentUnitOfWork, writeTransaction } from './unit-of-work.js';
+import { committingWith, currentUnitOfWork, writeTransaction, type Transact } from './unit-of-work.js';
 
-export type Transact = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+export type { Transact };
 
 const SAVEPOINT = CompiledQuery.raw('savepoint group_commit_job');
 const RELEASE = CompiledQuery.raw('release group_commit_job');
@@ -17,8 +17,9 @@ interface Job {
 
 /**
  * Runs small write transactions, grouping those that arrive together into one SQLite transaction (group
- * commit). SQLite has a single writer and a commit is its dearest step (WAL frames for every page touched);
- * concurrent API writes (document creates under load) otherwise pay one each. Every job runs alone inside
+ * commit). SQLite has a single writer and a commit is its dearest step (with synchronous=FULL an fsync: about
+ * 1.7 ms on the benchmark machine, against 60 µs without); concurrent API writes would otherwise pay one each.
+ * openDatabase makes it the writer of every `writeTransaction` on an SQLite database (unit-of-work.ts). Every job runs alone inside
  * its own SAVEPOINT: a job that throws is rolled back to it and fails by itself, the others go on; a job's
  * promise settles only after the commit that made it durable, so no caller hears of a write that a crash
  * could still lose. Jobs run one after another, as separate transactions on SQLite's one connection would.

@@ -47,7 +47,23 @@ export function committingWith<T>(uow: UnitOfWork | undefined, fn: (trx: Transac
   };
 }
 
-/** A write transaction: `db.transaction()`, with the current unit of work's `beforeCommit` before COMMIT. */
+/** Runs one write transaction body and answers its result once it is committed. */
+export type Transact = <T>(fn: (trx: Transaction<DB>) => Promise<T>) => Promise<T>;
+
+/** Databases whose write transactions go through a writer of their own: SQLite's group commit (db/group-commit.ts). */
+const writers = new WeakMap<Kysely<DB>, Transact>();
+
+/** Sends every `writeTransaction` on `db` through `writer` (which must apply the current unit of work itself). */
+export function useWriter(db: Kysely<DB>, writer: Transact): void {
+  writers.set(db, writer);
+}
+
+/**
+ * A write transaction, with the current unit of work's `beforeCommit` before COMMIT: `db.transaction()`, or on
+ * SQLite one job of the database's group commit, so the writes of concurrent requests share one commit (one sync).
+ */
 export function writeTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  const writer = writers.get(db);
+  if (writer) return writer(fn);
   return db.transaction().execute(committingWith(currentUnitOfWork(), fn));
 }

@@ -25,7 +25,7 @@ function newestMtime(dir: string): number {
 }
 
 /** A build older than the sources would test yesterday's CLI; say so instead. */
-function assertBuildIsFresh() {
+export function assertBuildIsFresh() {
   const built = join(ROOT, 'dist/cli/main.js');
   if (!existsSync(built) || statSync(built).mtimeMs < newestMtime(join(ROOT, 'src'))) {
     throw new Error('dist/ is older than src/: run `npm run build` (npm test does it) before the CLI tests');
@@ -39,7 +39,7 @@ interface CliResult {
 }
 
 /** A real child process, as a user runs it; env is the whole environment of the child (plus PATH). */
-function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+export function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [ENTRY, ...args], {
       env: { PATH: process.env.PATH ?? '', ...env },
@@ -55,7 +55,7 @@ function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
 }
 
 /** `--json` promises one JSON object on stdout and nothing else there. */
-function oneJson(r: CliResult): any {
+export function oneJson(r: CliResult): any {
   const lines = r.stdout.split('\n').filter((l) => l !== '');
   assert.equal(lines.length, 1, `exactly one line on stdout, got: ${r.stdout}\nstderr: ${r.stderr}`);
   const obj = JSON.parse(lines[0]!);
@@ -65,7 +65,7 @@ function oneJson(r: CliResult): any {
 }
 
 /** A database URL nobody has migrated yet: a new SQLite file, or a new empty PostgreSQL schema. */
-async function freshDatabase(dialect: string): Promise<{ url: string; cleanup(): Promise<void> }> {
+export async function freshDatabase(dialect: string): Promise<{ url: string; cleanup(): Promise<void> }> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'parley-cli-'));
     return { url: `sqlite:${join(dir, 'sub', 'parley.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
@@ -87,7 +87,7 @@ async function freshDatabase(dialect: string): Promise<{ url: string; cleanup():
 }
 
 /** Starts `parley serve --json` on a free port and resolves once it printed where it listens. */
-async function startServe(env: Record<string, string>) {
+export async function startServe(env: Record<string, string>) {
   const child = spawn(process.execPath, [ENTRY, 'serve', '--json', '--no-worker'], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -363,57 +363,6 @@ export function cliSuite(dialect: DialectName) {
       const missing = await cli(['demo', '--account', 'acct_nope', '--json'], env);
       assert.equal(missing.code, 2, missing.stderr);
       assert.deepEqual(oneJson(missing), { error: 'account acct_nope not found' });
-    });
-
-    test('backup copies the SQLite database while the server writes, to a new file that serves; PostgreSQL is pointed to pg_dump', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'parley-backup-'));
-      const to = join(dir, 'nested', 'copy.db');
-      try {
-        if (dialect !== 'sqlite') {
-          const r = await cli(['backup', '--to', to, '--json'], env);
-          assert.equal(r.code, 2, r.stderr);
-          assert.match(oneJson(r).error, /pg_dump/);
-          assert.ok(!existsSync(to));
-          return;
-        }
-        const out = oneJson(await cli(['init', '--force', '--json'], env));
-        const auth = { authorization: `Bearer ${out.key.key}`, 'content-type': 'application/json' };
-        const s = await startServe(env);
-        try {
-          const create = (i: number) => fetch(`${s.url}/v1/documents`, { method: 'POST', headers: auth, body: JSON.stringify({ title: `Doc ${i}`, content: 'x'.repeat(2_000) }) });
-          for (let i = 0; i < 20; i++) assert.equal((await create(i)).status, 201);
-          // Writes go on while the copy is made: the copy is a snapshot, not a torn file.
-          let writing = true;
-          const writer = (async () => {
-            for (let i = 20; writing; i++) assert.equal((await create(i)).status, 201);
-          })();
-          const r = await cli(['backup', '--to', to, '--json'], env);
-          writing = false;
-          await writer;
-          assert.equal(r.code, 0, r.stderr);
-          const copied = oneJson(r);
-          assert.equal(copied.path, to);
-          assert.equal(copied.bytes, statSync(to).size);
-          // The copy is a database parley can serve, with the account, its key and the documents written before.
-          const fromCopy = await startServe({ DATABASE_URL: `sqlite:${to}` });
-          try {
-            const list = await (await fetch(`${fromCopy.url}/v1/documents?limit=1`, { headers: auth })).json();
-            assert.ok(list.data.total >= 20, `the copy holds the documents written before it: ${list.data.total}`);
-          } finally {
-            await fromCopy.stop();
-          }
-          const again = await cli(['backup', '--to', to, '--json'], env);
-          assert.equal(again.code, 2);
-          assert.match(oneJson(again).error, /already exists/);
-        } finally {
-          await s.stop();
-        }
-        const missing = await cli(['backup', '--json'], env);
-        assert.equal(missing.code, 2);
-        assert.match(oneJson(missing).error, /--to is required/);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
     });
 
     test('init refuses the free plan before creating anything', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {

@@ -18,7 +18,7 @@ const toRecord = (r: DocumentsTable) => ({
   updatedAt: toIso(r.updated_at),
 });
 
-/** `transact` runs each write transaction; the context passes a group-committing one (db/group-commit.ts). */
+/** `transact` runs each write transaction: writeTransaction (group-committed on SQLite), or a caller's own (`parley demo`). */
 export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => writeTransaction(db, fn)) {
   return {
     async list(accountId: string, q: ListDocumentsQuery) {
