@@ -1,0 +1,115 @@
+/* global URL, fetch, setTimeout, Buffer */
+// Customer chat messages under load: POST /v1/chat/conversations/:id/messages over 100 open conversations of the
+// `parley demo` shop (each request: the assistant's retrieval, two messages, two events, the conversation row),
+// beside a bare node:http server answering the same bytes, in the same run. Usage (after `npm run build`):
+//   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR]
+// --root runs the service of another checkout (built), to compare two versions in one window.
+import { execFileSync, spawn } from 'node:child_process';
+import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    db: { type: 'string', default: 'sqlite' },
+    pin: { type: 'boolean', default: false },
+    root: { type: 'string' },
+  },
+});
+const ROOT = values.root ?? new URL('../..', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/parley.js');
+const SERVICE_PORT = 3927;
+const BARE_PORT = 3928;
+const QUESTION = JSON.stringify({ content: 'how do I track my order?' });
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-chat-bench-'));
+let databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+let dropSchema = async () => {};
+if (values.db === 'postgres') {
+  const base = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_chat_${Date.now()}`;
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  await c.query(`CREATE SCHEMA ${schema}`);
+  await c.end();
+  databaseUrl = `${base}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  dropSchema = async () => {
+    const d = new pg.Client({ connectionString: base });
+    await d.connect();
+    await d.query(`DROP SCHEMA ${schema} CASCADE`);
+    await d.end();
+  };
+}
+const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1' };
+const cli = (...args) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env, encoding: 'utf8' }));
+if (values.pin) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+const pinned = (args) => (values.pin ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args]);
+
+const account = cli('accounts', 'create', '--name', 'bench', '--plan', 'enterprise', '--rate-limit-minute', '100000000', '--rate-limit-day', '1000000000');
+const { key } = cli('keys', 'create', '--account', account.id);
+cli('demo', '--account', account.id);
+const [cmd, args] = pinned([BIN, 'serve', '--no-worker']);
+const service = spawn(cmd, args, { env, stdio: 'inherit' });
+const api = `http://127.0.0.1:${SERVICE_PORT}/v1`;
+for (let i = 0; i < 300; i++) {
+  const up = await fetch(`${api}/health`).then((r) => r.ok, () => false);
+  if (up) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+const ids = [];
+for (let i = 0; i < 100; i++) {
+  const body = await (await fetch(`${api}/chat/conversations`, { method: 'POST', headers, body: '{}' })).json();
+  if (!body.success) throw new Error(JSON.stringify(body));
+  ids.push(body.data.conversation.id);
+}
+// The bytes the bare server answers: one real reply.
+const sample = await (await fetch(`${api}/chat/conversations/${ids[0]}/messages`, { method: 'POST', headers, body: QUESTION })).text();
+const bare = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    JSON.parse(Buffer.concat(chunks).toString());
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(sample) });
+    res.end(sample);
+  });
+});
+bare.keepAliveTimeout = 60_000;
+
+async function load(port) {
+  let n = 0;
+  const r = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: Number(values.connections),
+    duration: Number(values.duration),
+    requests: [{ method: 'POST', headers, setupRequest: (req) => ({ ...req, path: `/v1/chat/conversations/${ids[n++ % ids.length]}/messages`, body: QUESTION }) }],
+  });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+const svc = await load(SERVICE_PORT);
+service.kill('SIGTERM');
+// The bare server runs in a child pinned like the service, when pinned; otherwise here.
+let b;
+if (values.pin) {
+  const child = spawn('taskset', ['-c', '0', process.execPath, '-e', `
+    const http = require('node:http'); const sample = ${JSON.stringify(sample)};
+    const s = http.createServer((req, res) => { const c = []; req.on('data', (d) => c.push(d)); req.on('end', () => { JSON.parse(Buffer.concat(c).toString()); res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(sample) }); res.end(sample); }); });
+    s.keepAliveTimeout = 60000; s.listen(${BARE_PORT}, '127.0.0.1', () => process.stdout.write('ready\\n'));`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((r) => child.stdout.once('data', r));
+  b = await load(BARE_PORT);
+  child.kill('SIGTERM');
+} else {
+  await new Promise((r) => bare.listen(BARE_PORT, '127.0.0.1', r));
+  b = await load(BARE_PORT);
+  bare.close();
+}
+console.log(JSON.stringify({ root: ROOT, db: values.db, service: svc, bare: b, ratio: +(svc.rps / b.rps).toFixed(3), date: new Date().toISOString() }));
+await dropSchema();
+rmSync(dir, { recursive: true, force: true });
