@@ -12,7 +12,7 @@ import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
-import { ErrorEnvelope } from './http/schemas.js';
+import { ErrorEnvelope, NoQuery } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
 import { chatRoutes } from './modules/chat/chat.routes.js';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
@@ -220,6 +220,13 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     transformObject: (doc) => documentHeaders(markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject)),
   });
 
+  // Unknown query parameters are refused everywhere (README "Validation"): an API route that declares no
+  // querystring takes none. Hidden routes (health, the OpenAPI document, CORS preflights, the dashboard) are
+  // tooling, not API, and keep ignoring them.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; querystring?: unknown } | undefined;
+    if (schema && !schema.hide && schema.querystring === undefined) schema.querystring = NoQuery;
+  });
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
   registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log });

@@ -58,6 +58,13 @@ export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: 
   return out;
 }
 
+/**
+ * The query string of an endpoint that takes no parameters: empty, so `?fields=title` is refused naming the
+ * parameter like an unknown one on a list, instead of being silently ignored. app.ts gives it to every API route
+ * that declares no querystring of its own.
+ */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 
 /** How integer query parameters must be written (src/http/json.ts refuses what Number() alone would read). */
