@@ -131,6 +131,28 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.request('GET', '/v1/health?probe=1')).status, 200);
     });
 
+    test('a body field on an endpoint that takes none (DELETE, a delivery retry) is refused naming it; no body or {} is fine', async () => {
+      const create = () => t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Body rules', content: 'c' } });
+      const doc = await create();
+      assert.equal(doc.status, 201, doc.text);
+      const id = doc.body.data.id as string;
+      assertInvalid(await t.request('DELETE', `/v1/documents/${id}`, { key: t.key, body: { force: true } }), /^body\.force is not a known field$/);
+      assert.equal((await t.request('GET', `/v1/documents/${id}`, { key: t.key })).status, 200, 'the refused delete deleted nothing');
+      assertInvalid(
+        await t.request('POST', '/v1/webhooks/wh_x/deliveries/dlv_x/retry', { key: t.key, body: { url: 'https://elsewhere.example' } }),
+        /^body\.url is not a known field$/,
+      );
+      // What clients send on a bodiless call stays fine: nothing, an empty JSON body, or {}.
+      assert.equal((await t.request('DELETE', `/v1/documents/${id}`, { key: t.key, body: {} })).status, 200);
+      const second = (await create()).body.data.id as string;
+      const bare = await t.request('DELETE', `/v1/documents/${second}`, { key: t.key });
+      assert.equal(bare.status, 200, bare.text);
+      const third = (await create()).body.data.id as string;
+      const emptyJson = await t.request('DELETE', `/v1/documents/${third}`, { key: t.key, raw: '', headers: json });
+      assert.equal(emptyJson.status, 200, emptyJson.text);
+      assert.equal((await t.request('POST', '/v1/webhooks/wh_x/deliveries/dlv_x/retry', { key: t.key })).status, 404);
+    });
+
     test('Content-Type charsets other than UTF-8 are refused; utf-8 in any case or quoted is fine', async () => {
       const raw = '{"title":"Café","content":"x"}';
       for (const type of ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset="utf-16"', 'application/json; charset=']) {
