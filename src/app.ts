@@ -12,7 +12,7 @@ import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
-import { ErrorEnvelope } from './http/schemas.js';
+import { ErrorEnvelope, NoBody, NoQuery } from './http/schemas.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
 import { chatRoutes } from './modules/chat/chat.routes.js';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
@@ -126,6 +126,25 @@ function documentHeaders<T>(doc: T): T {
 }
 
 /**
+ * A body with no required field (and no "at least one field" rule) may be left out (registerOptionalBody reads it
+ * as `{}`), so the published document does not require one: @fastify/swagger marks every request body required.
+ */
+function markOptionalBodies<T>(doc: T): T {
+  type BodySchema = { required?: unknown[]; minProperties?: number };
+  const paths = (doc as { paths?: Record<string, Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: BodySchema }> } }>> })
+    .paths;
+  // A required field, or "at least one field" (PUT), needs a body.
+  const needsBody = (s: BodySchema | undefined) => (s?.required?.length ?? 0) > 0 || (s?.minProperties ?? 0) > 0;
+  for (const item of Object.values(paths ?? {})) {
+    for (const op of Object.values(item)) {
+      const body = op.requestBody;
+      if (body && !Object.values(body.content ?? {}).some((c) => needsBody(c.schema))) body.required = false;
+    }
+  }
+  return doc;
+}
+
+/**
  * TypeBox types `limit`/`offset` as required so handlers see numbers, and ajv fills their defaults in; for a
  * client they are optional, so the published document says so.
  */
@@ -217,9 +236,19 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     },
     // Shared schemas get a component named after their $id (the default names them def-0, def-1…).
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transformObject: (doc) => documentHeaders(markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject)),
+    transformObject: (doc) => documentHeaders(markOptionalBodies(markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject))),
   });
 
+  // Unknown fields are refused everywhere (README "Validation"): an API route that declares no querystring takes
+  // none, and a write (POST, PUT, DELETE) that declares no body takes an empty one. Hidden routes (health, the
+  // OpenAPI document, CORS preflights, the dashboard) are tooling, not API, and keep ignoring them.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; querystring?: unknown; body?: unknown } | undefined;
+    if (!schema || schema.hide) return;
+    if (schema.querystring === undefined) schema.querystring = NoQuery;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (schema.body === undefined && methods.some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
+  });
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
   registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log });

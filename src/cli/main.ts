@@ -19,8 +19,9 @@ Usage:
   parley init [--name NAME] [--plan pro] [--force]
                                       create a first account and a server key (printed once);
                                       refused once an account exists, unless --force
-  parley demo --account ID            load a sample knowledge base into an account (what the
-                                      account already has, by title or question, is skipped)
+  parley demo [--account ID]          load a sample knowledge base into an account (the only one
+                                      when --account is left out; what the account already
+                                      has, by title or question, is skipped)
   parley backup --to FILE             copy the SQLite database, while it serves, to a new file
                                       (PostgreSQL: use pg_dump)
   parley accounts create --name NAME --plan free|pro|business|enterprise
@@ -156,9 +157,20 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       });
     case 'demo': {
-      if (!values.account) throw new UsageError('--account is required');
-      const accountId = values.account;
       return withContext(config, async (ctx) => {
+        // CONTRACT §1 names the command bare (`parley demo`): right after `parley init` there is one account,
+        // and that is the one meant. With none or several, say what to do rather than guess.
+        let accountId = values.account;
+        if (!accountId) {
+          const accounts = await ctx.services.accounts.listAccounts();
+          if (accounts.length === 0) throw new UsageError('the database has no account yet; create one with `parley init` first');
+          if (accounts.length > 1) {
+            throw new UsageError(
+              `--account is required: this database has ${accounts.length} accounts (${accounts.map((a) => a.id).join(', ')})`,
+            );
+          }
+          accountId = accounts[0]!.id;
+        }
         const loaded = await runDemo(ctx, accountId);
         const { skipped } = loaded;
         const note =

@@ -58,6 +58,20 @@ export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: 
   return out;
 }
 
+/**
+ * The query string of an endpoint that takes no parameters: empty, so `?fields=title` is refused naming the
+ * parameter like an unknown one on a list, instead of being silently ignored. app.ts gives it to every API route
+ * that declares no querystring of its own.
+ */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/**
+ * The body of a write that takes none (a DELETE, a delivery retry): it may be left out or be `{}`, and a field in
+ * it is refused naming it (`DELETE …` with `{"force": true}` must not quietly delete). app.ts gives it to every
+ * API write route that declares no body of its own.
+ */
+export const NoBody = Type.Object({}, { additionalProperties: false, description: 'no fields; the body may be left out' });
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 
 /** How integer query parameters must be written (src/http/json.ts refuses what Number() alone would read). */

@@ -410,6 +410,27 @@ export function cliConfigSuite() {
       assert.match(both.stderr, /CONVERSATION_IDLE_TIMEOUT/, 'every bad variable named at once');
     });
 
+    test('demo without --account (CONTRACT §1 `parley demo`) loads into the only account; with none or several it says what to do', async () => {
+      const db = await freshDatabase('sqlite');
+      try {
+        const denv = { DATABASE_URL: db.url };
+        const none = await cli(['demo', '--json'], denv);
+        assert.equal(none.code, 2, none.stderr);
+        assert.match(oneJson(none).error, /no account yet.*parley init/);
+        const first = oneJson(await cli(['init', '--json'], denv));
+        const r = await cli(['demo', '--json'], denv);
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(oneJson(r), { accountId: first.account.id, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+        const second = oneJson(await cli(['accounts', 'create', '--name', 'B', '--plan', 'pro', '--json'], denv));
+        const several = await cli(['demo'], denv);
+        assert.equal(several.code, 2, several.stderr);
+        assert.match(several.stderr, /--account is required: this database has 2 accounts/);
+        assert.ok(several.stderr.includes(first.account.id) && several.stderr.includes(second.id), several.stderr);
+      } finally {
+        await db.cleanup();
+      }
+    });
+
     test('a URL with a password is never echoed with it', async () => {
       const [db, redis] = await Promise.all([
         cli(['migrate'], { DATABASE_URL: 'mysql://app:Sup3rSecret@db/prod' }),

@@ -105,6 +105,54 @@ for (const dialect of DIALECTS) {
       assertInvalid(await t.request('GET', '/v1/documents?limit=101', { key: t.key }), /^query\.limit must be at most 100$/);
     });
 
+    test('a query parameter on an endpoint that takes none is refused naming it, as on lists (nothing is silently ignored)', async () => {
+      const doc = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Query rules', content: 'c' } });
+      assert.equal(doc.status, 201, doc.text);
+      const id = doc.body.data.id as string;
+      const refused: Array<[string, string, unknown?]> = [
+        ['GET', `/v1/documents/${id}?fields=title`],
+        ['PUT', `/v1/documents/${id}?merge=false`, { status: 'draft' }],
+        ['DELETE', `/v1/documents/${id}?force=true`],
+        ['POST', '/v1/documents?status=draft', { title: 't', content: 'c' }],
+        ['GET', '/v1/conversations/conv_x?include=messages'],
+        ['GET', '/v1/webhooks/wh_x?expand=deliveries'],
+        ['POST', '/v1/chat/conversations?persona=bot', {}],
+      ];
+      for (const [method, path, body] of refused) {
+        const name = new URL(path, 'http://x').searchParams.keys().next().value as string;
+        assertInvalid(await t.request(method, path, { key: t.key, ...(body !== undefined ? { body } : {}) }), new RegExp(`^query\\.${name} is not a known field$`));
+      }
+      // Nothing was changed by the refused writes; the same requests without the parameter work.
+      const got = await t.request('GET', `/v1/documents/${id}`, { key: t.key });
+      assert.equal(got.status, 200, got.text);
+      assert.equal(got.body.data.status, 'active');
+      assert.equal((await t.request('DELETE', `/v1/documents/${id}`, { key: t.key })).status, 200);
+      // The service's own tooling routes are not part of the API surface.
+      assert.equal((await t.request('GET', '/v1/health?probe=1')).status, 200);
+    });
+
+    test('a body field on an endpoint that takes none (DELETE, a delivery retry) is refused naming it; no body or {} is fine', async () => {
+      const create = () => t.request('POST', '/v1/documents', { key: t.key, body: { title: 'Body rules', content: 'c' } });
+      const doc = await create();
+      assert.equal(doc.status, 201, doc.text);
+      const id = doc.body.data.id as string;
+      assertInvalid(await t.request('DELETE', `/v1/documents/${id}`, { key: t.key, body: { force: true } }), /^body\.force is not a known field$/);
+      assert.equal((await t.request('GET', `/v1/documents/${id}`, { key: t.key })).status, 200, 'the refused delete deleted nothing');
+      assertInvalid(
+        await t.request('POST', '/v1/webhooks/wh_x/deliveries/dlv_x/retry', { key: t.key, body: { url: 'https://elsewhere.example' } }),
+        /^body\.url is not a known field$/,
+      );
+      // What clients send on a bodiless call stays fine: nothing, an empty JSON body, or {}.
+      assert.equal((await t.request('DELETE', `/v1/documents/${id}`, { key: t.key, body: {} })).status, 200);
+      const second = (await create()).body.data.id as string;
+      const bare = await t.request('DELETE', `/v1/documents/${second}`, { key: t.key });
+      assert.equal(bare.status, 200, bare.text);
+      const third = (await create()).body.data.id as string;
+      const emptyJson = await t.request('DELETE', `/v1/documents/${third}`, { key: t.key, raw: '', headers: json });
+      assert.equal(emptyJson.status, 200, emptyJson.text);
+      assert.equal((await t.request('POST', '/v1/webhooks/wh_x/deliveries/dlv_x/retry', { key: t.key })).status, 404);
+    });
+
     test('Content-Type charsets other than UTF-8 are refused; utf-8 in any case or quoted is fine', async () => {
       const raw = '{"title":"Café","content":"x"}';
       for (const type of ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset="utf-16"', 'application/json; charset=']) {
