@@ -2,7 +2,7 @@
 // Customer chat messages under load: POST /v1/chat/conversations/:id/messages over 100 open conversations of the
 // `parley demo` shop (each request: the assistant's retrieval, two messages, two events, the conversation row),
 // beside a bare node:http server answering the same bytes, in the same run. Usage (after `npm run build`):
-//   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR]
+//   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR] [--cpu-prof DIR]
 // --root runs the service of another checkout (built), to compare two versions in one window.
 import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
@@ -20,6 +20,8 @@ const { values } = parseArgs({
     db: { type: 'string', default: 'sqlite' },
     pin: { type: 'boolean', default: false },
     root: { type: 'string' },
+    // Profile the service (node --cpu-prof into this directory; summarise with bench/http/profile.mjs).
+    'cpu-prof': { type: 'string' },
   },
 });
 const ROOT = values.root ?? new URL('../..', import.meta.url).pathname;
@@ -54,7 +56,8 @@ const pinned = (args) => (values.pin ? ['taskset', ['-c', '0', process.execPath,
 const account = cli('accounts', 'create', '--name', 'bench', '--plan', 'enterprise', '--rate-limit-minute', '100000000', '--rate-limit-day', '1000000000');
 const { key } = cli('keys', 'create', '--account', account.id);
 cli('demo', '--account', account.id);
-const [cmd, args] = pinned([BIN, 'serve', '--no-worker']);
+const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof']] : [];
+const [cmd, args] = pinned([...profile, BIN, 'serve', '--no-worker']);
 const service = spawn(cmd, args, { env, stdio: 'inherit' });
 const api = `http://127.0.0.1:${SERVICE_PORT}/v1`;
 for (let i = 0; i < 300; i++) {

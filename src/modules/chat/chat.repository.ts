@@ -27,6 +27,34 @@ export const chatRepository = {
       .orderBy('id')
       .execute();
   },
+  /** The last `n` messages of a conversation, oldest first: what a reply needs, whatever the conversation's length. */
+  async lastMessages(db: Conn, accountId: string, conversationId: string, n: number) {
+    const rows = await db
+      .selectFrom('messages')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .orderBy('created_at', 'desc')
+      .orderBy('seq', 'desc')
+      .orderBy('id', 'desc')
+      .limit(n)
+      .execute();
+    return rows.reverse();
+  },
+  /** What the customer wrote in a conversation, oldest first (a workflow's fields are read from all of it). */
+  async customerTexts(db: Conn, accountId: string, conversationId: string) {
+    const rows = await db
+      .selectFrom('messages')
+      .select('content')
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where('role', '=', 'customer')
+      .orderBy('created_at')
+      .orderBy('seq')
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.content);
+  },
   /**
    * The conversation, read inside the caller's transaction and locked until it ends (FOR UPDATE on PostgreSQL;
    * SQLite runs one write transaction at a time), so decisions made from it (escalating, asking for an email)

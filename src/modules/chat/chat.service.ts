@@ -271,11 +271,12 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       const [c, settings, transcript, triggered] = await Promise.all([
         load(db, accountId, id),
         assistant.settings(accountId),
-        repo.messages(db, accountId, id),
+        // Only the end of the transcript: the reply reads the last turns, not the whole conversation.
+        repo.lastMessages(db, accountId, id, HISTORY_TURNS),
         workflows.matching(accountId, content),
       ]);
       if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
-      const history = transcript.slice(-HISTORY_TURNS).map((m) => ({ role: m.role, content: m.content }));
+      const history = transcript.map((m) => ({ role: m.role, content: m.content }));
 
       // The reply does not depend on the conversation's state; what does (escalating, asking for an email) is
       // decided inside the transaction, from the conversation row locked there, so concurrent messages cannot
@@ -362,8 +363,9 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         const assistantMsg = assistantMessage(accountId, id, text, sources, at, fresh.message_count, byWorkflow);
         await repo.insertMessages(trx, [customerMsg, assistantMsg]);
         await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
-        const customerTexts = [...transcript.filter((m) => m.role === 'customer').map((m) => m.content), content];
-        await workflows.fire(trx, fresh, triggered, customerTexts, at);
+        // A workflow reads its fields from everything the customer wrote (this message included, inserted above):
+        // the whole transcript is read only when one fired.
+        if (triggered.length > 0) await workflows.fire(trx, fresh, triggered, await repo.customerTexts(trx, accountId, id), at);
         if (escalatingEmail) await repo.update(trx, accountId, id, { customer_email: escalatingEmail });
         if (escalateWith) await escalateIn(trx, escalatingEmail ? { ...fresh, customer_email: escalatingEmail } : fresh, escalateWith, at);
         // The same address again changes nothing and emits nothing.
