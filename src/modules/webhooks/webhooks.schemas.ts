@@ -11,10 +11,12 @@ export const EVENT_ALIASES: Record<string, SubscribableEvent> = { 'conversation.
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
 
 const Url = Type.String({ minLength: 1, maxLength: MAX_WEBHOOK_URL_LENGTH, description: 'absolute http(s) URL of the receiver' });
-// Kinds are checked by the service so the error can list the valid ones and resolve aliases.
+// Kinds are checked by the service so the error can list the valid ones and resolve aliases. CONTRACT §4 bounds
+// the distinct kinds (≤ 20; there are fewer kinds than that); repeats are merged, so the list itself may repeat one,
+// within a sanity bound.
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
   minItems: 1,
-  maxItems: 20,
+  maxItems: 100,
   description: `event kinds: ${SUBSCRIBABLE_EVENTS.join(', ')} (conversation.escalated = escalation)`,
 });
 const Secret = Type.String({ minLength: 8, maxLength: 256, description: 'HMAC key of the signatures; never returned' });

@@ -14,6 +14,11 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(Object.keys(r.body.data).sort(), ['createdAt', 'disabledReason', 'enabled', 'events', 'id', 'updatedAt', 'url']);
       assert.match(r.body.data.id, /^wh_[0-9a-z]{26}$/);
       assert.deepEqual(r.body.data.events, ['conversation.started', 'escalation'], 'alias stored as escalation, duplicates dropped');
+      // CONTRACT §4 bounds distinct kinds (20), not the entries: 21 repeats of one kind are one kind.
+      const repeats = await t.request('POST', '/v1/webhooks', { key: t.key, body: { ...body, events: Array(21).fill('escalation') } });
+      assert.equal(repeats.status, 201, repeats.text);
+      assert.deepEqual(repeats.body.data.events, ['escalation']);
+      assert.equal((await t.request('DELETE', `/v1/webhooks/${repeats.body.data.id}`, { key: t.key })).status, 200);
       assert.equal(r.body.data.enabled, true);
       assert.equal(r.body.data.disabledReason, null);
       assert.ok(!r.text.includes('whsec_12345678'));
@@ -44,7 +49,7 @@ for (const dialect of DIALECTS) {
         [{ ...body, events: [] }, /body\.events must have at least 1/],
         [{ ...body, events: ['conversation.started', 'nope'] }, /body\.events\[1\] "nope" is not a known event kind; valid kinds: conversation\.started, .*rundown\.generated/],
         [{ ...body, events: ['test'] }, /body\.events\[0\] "test"/],
-        [{ ...body, events: Array(21).fill('escalation') }, /body\.events must have at most 20/],
+        [{ ...body, events: Array(101).fill('escalation') }, /body\.events must have at most 100/],
         [{ ...body, secret: 'short' }, /body\.secret must be at least 8/],
         [{ ...body, secret: 'x'.repeat(257) }, /body\.secret must be at most 256/],
         [{ url: body.url, events: body.events }, /body\.secret is required/],
