@@ -18,6 +18,7 @@ import {
 import pg from 'pg';
 import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
+import { ROWS_AS_ARRAYS } from './precompiled.js';
 import type { DB } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -71,6 +72,7 @@ pg.types.setTypeParser(1700, (v) => Number(v));
  * Kysely's SQLite driver prepares every query afresh, and preparing was the largest single cost of a request
  * in the benchmark profile (bench/http/RESULTS.md). Query shapes are few (parameters are bound, never inlined),
  * so prepared statements are kept by SQL text; the bound keeps a pathological caller from growing it forever.
+ * A select whose text starts with ROWS_AS_ARRAYS answers its rows as arrays (precompileRows).
  */
 function withStatementCache(sqlite: SQLite.Database, max = 500): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();
@@ -80,6 +82,7 @@ function withStatementCache(sqlite: SQLite.Database, max = 500): SqliteDatabase 
       let stmt = cache.get(text);
       if (!stmt) {
         stmt = sqlite.prepare(text);
+        if (stmt.reader && text.startsWith(ROWS_AS_ARRAYS)) stmt.raw(true);
         if (cache.size >= max) cache.delete(cache.keys().next().value!);
         cache.set(text, stmt);
       }
