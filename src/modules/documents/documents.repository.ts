@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { pageLimit } from '../../db/pagination.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 
@@ -24,7 +25,7 @@ const pageAll = precompileRows(LIST_COLUMNS, (db, accountId: string, limit: numb
     .where('account_id', '=', accountId)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(limit)
+    .limit(pageLimit(limit))
     .offset(offset),
 );
 const pageByStatus = precompileRows(LIST_COLUMNS, (db, accountId: string, status: DocumentsTable['status'], limit: number, offset: number) =>
@@ -35,7 +36,7 @@ const pageByStatus = precompileRows(LIST_COLUMNS, (db, accountId: string, status
     .where('status', '=', status)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(limit)
+    .limit(pageLimit(limit))
     .offset(offset),
 );
 const findOne = precompileRows(RECORD_COLUMNS, (db, accountId: string, id: string) =>
