@@ -34,6 +34,19 @@ interface Template<O> {
  */
 export const ROWS_AS_ARRAYS = '/* rows as arrays */ ';
 
+/**
+ * A synchronous read on a SQLite handle (database.ts registers one per database it opens): the rows, or null
+ * when it cannot run now because a transaction is open on the single connection, and the read must then wait
+ * for it through Kysely like any other query.
+ */
+export type DirectRead = (sql: string, parameters: readonly unknown[]) => unknown[] | null;
+const directReads = new WeakMap<object, DirectRead>();
+
+/** Lets precompileRows read `db`'s rows straight from its SQLite handle when no transaction holds it. */
+export function registerDirectReads(db: Kysely<DB>, read: DirectRead) {
+  directReads.set(db, read);
+}
+
 /** Compiles `build` once per dialect (keyed by the dialect's adapter: a Kysely instance and its transactions share it). */
 function templates<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>, check: (compiled: CompiledQuery<O>) => void = () => {}) {
   const byAdapter = new WeakMap<object, Template<O>>();
@@ -98,8 +111,11 @@ export type RowOf<O, C extends readonly string[]> = { -readonly [K in keyof C]: 
  * A precompiled select whose rows are tuples in the order of `columns`, which must be exactly its select list
  * (checked when it is compiled). On SQLite the statement runs in better-sqlite3's raw mode: building an object
  * per row through N-API was the largest part of a list page's SQLite time (20 rows: 54 µs as objects, 38 µs as
- * arrays, bench/http/RESULTS.md). On PostgreSQL pg's row objects are read in that order; the round trip there
- * costs far more than the conversion.
+ * arrays, bench/http/RESULTS.md). Called on the database itself (not a transaction) while no transaction is
+ * open on the connection, it reads straight from the handle (registerDirectReads), skipping Kysely's connection
+ * mutex and its chain of promises; the rows are the same, and with a transaction open it waits through Kysely as
+ * before, so it never sees another request's uncommitted writes. On PostgreSQL pg's row objects are read in the
+ * select list's order; the round trip there costs far more than the conversion.
  */
 export function precompileRows<const C extends readonly string[], A extends unknown[], O>(
   columns: C,
@@ -117,7 +133,8 @@ export function precompileRows<const C extends readonly string[], A extends unkn
     if (t.sqlite) {
       let compiled = raw.get(t);
       if (!compiled) raw.set(t, (compiled = { ...t.compiled, sql: ROWS_AS_ARRAYS + t.compiled.sql }));
-      const { rows } = await db.executeQuery<unknown>({ ...compiled, parameters: bind(t, args) });
+      const parameters = bind(t, args);
+      const rows = directReads.get(db)?.(compiled.sql, parameters) ?? (await db.executeQuery<unknown>({ ...compiled, parameters })).rows;
       // A better-sqlite3 handle opened without database.ts's statement cache answers objects: read them in order.
       if (rows.length === 0 || Array.isArray(rows[0])) return rows as Array<RowOf<O, C>>;
       return rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);

@@ -124,6 +124,40 @@ for (const dialect of DIALECTS) {
       await assert.rejects(all(t.db, 'x'), /select list must be exactly id/);
     });
 
+    test('rows as tuples on the database while another transaction is open: only committed rows, once it ends', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let inserted!: () => void;
+      const didInsert = new Promise<void>((r) => (inserted = r));
+      const trx = t.db.transaction().execute(async (tx) => {
+        await insertAccount(tx, 'acct_pu', 'uncommitted', 9_500);
+        inserted();
+        await held;
+      });
+      await didInsert;
+      const read = pageRows(t.db, 'acct_p%', 1, 0);
+      const count = countRows(t.db, 'acct_p%');
+      if (dialect === 'postgres') {
+        // another connection: it answers at once, without the uncommitted row
+        assert.deepEqual(await count, [[7]]);
+        assert.equal((await read)[0]![1], 'acct_p6');
+        release();
+        await trx;
+      } else {
+        // the single connection is in the transaction: the read waits for it (never reads its uncommitted row)
+        let settled = false;
+        void read.then(() => (settled = true));
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(settled, false, 'a read on the database must not run inside another request’s transaction');
+        release();
+        await trx;
+        assert.deepEqual(await read, [['uncommitted', 'acct_pu', 9_500]]);
+        assert.deepEqual(await count, [[8]]);
+      }
+      assert.deepEqual(await pageRows(t.db, 'acct_p%', 20, 0), await builderPage(t.db, 'acct_p%', 20, 0));
+      await t.db.deleteFrom('accounts').where('id', '=', 'acct_pu').execute();
+    });
+
     if (dialect === 'sqlite') {
       test('on SQLite the statement itself answers arrays (better-sqlite3 raw mode), not objects converted after', async () => {
         const { rows } = await t.db.executeQuery(sql`${sql.raw(ROWS_AS_ARRAYS)}select id, name from accounts where id = ${'acct_p1'}`.compile(t.db));
