@@ -3,7 +3,7 @@
 // bytes, in the same run on the same machine. Usage (after `npm run build`):
 //   node bench/http/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres]
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -102,22 +102,40 @@ const run = (url, s) =>
     autocannon({ url: `${url}${s.path}`, method: s.method, headers: auth, body: s.body, connections, duration }, (err, res) => (err ? reject(err) : resolve(res)));
   });
 
+// CPU time (user + system) a server process has used, in µs (Linux /proc; NaN elsewhere). Per request it is a
+// cost that other jobs on a busy machine disturb much less than req/s, which drops whenever they take the CPU.
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
+function cpuUs(child) {
+  try {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  } catch {
+    return NaN;
+  }
+}
+async function measure(child, url, s) {
+  const cpu0 = cpuUs(child);
+  const r = await run(url, s);
+  r.cpuPerReq = (cpuUs(child) - cpu0) / (r.requests.total || NaN);
+  return r;
+}
+
 const rows = [];
 for (const s of scenarios) {
   // short warm-up of each so JIT and caches are equal before the measured run
   await run(base, { ...s, duration: 2 }).catch(() => {});
-  const svc = await run(base, s);
+  const svc = await measure(service, base, s);
   if (!bare) {
-    rows.push({ scenario: s.name, service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, errors: svc.errors + svc.non2xx }, bare: { rps: NaN }, ratio: NaN });
+    rows.push({ scenario: s.name, service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, cpuUs: svc.cpuPerReq, errors: svc.errors + svc.non2xx }, bare: { rps: NaN }, ratio: NaN });
     continue;
   }
   await run(`http://127.0.0.1:${BARE_PORT}`, { ...s, duration: 2 }).catch(() => {});
-  const b = await run(`http://127.0.0.1:${BARE_PORT}`, s);
+  const b = await measure(bare, `http://127.0.0.1:${BARE_PORT}`, s);
   const errors = svc.errors + svc.non2xx;
   rows.push({
     scenario: s.name,
-    service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, errors },
-    bare: { rps: b.requests.average, p50: b.latency.p50, p99: b.latency.p99 },
+    service: { rps: svc.requests.average, p50: svc.latency.p50, p99: svc.latency.p99, cpuUs: svc.cpuPerReq, errors },
+    bare: { rps: b.requests.average, p50: b.latency.p50, p99: b.latency.p99, cpuUs: b.cpuPerReq },
     ratio: svc.requests.average / b.requests.average,
   });
 }
@@ -131,11 +149,11 @@ rmSync(dir, { recursive: true, force: true });
 
 const meta = { date: new Date().toISOString(), db: values.db, connections, duration, pinned: values.pin, node: process.version, cpus: `${cpus().length} × ${cpus()[0]?.model}` };
 const table = [
-  `| scenario | service req/s | p50 ms | p99 ms | bare req/s | bare p50 | bare p99 | ratio |`,
-  `|---|---:|---:|---:|---:|---:|---:|---:|`,
+  `| scenario | service req/s | p50 ms | p99 ms | bare req/s | bare p50 | bare p99 | ratio | service CPU µs/req | bare CPU µs/req |`,
+  `|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`,
   ...rows.map(
     (r) =>
-      `| ${r.scenario} | ${Math.round(r.service.rps)} | ${r.service.p50} | ${r.service.p99} | ${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.ratio * 100).toFixed(0)}% |`,
+      `| ${r.scenario} | ${Math.round(r.service.rps)} | ${r.service.p50} | ${r.service.p99} | ${Math.round(r.bare.rps)} | ${r.bare.p50} | ${r.bare.p99} | ${(r.ratio * 100).toFixed(0)}% | ${r.service.cpuUs?.toFixed(0)} | ${r.bare.cpuUs?.toFixed(0)} |`,
   ),
 ].join('\n');
 console.log(JSON.stringify(meta));

@@ -19,6 +19,7 @@ import pg from 'pg';
 import { startCheckpointer } from './checkpointer.js';
 import { createGroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations/index.js';
+import { registerDirectReads, ROWS_AS_ARRAYS } from './precompiled.js';
 import type { DB } from './schema.js';
 import { useWriter } from './unit-of-work.js';
 
@@ -73,21 +74,22 @@ pg.types.setTypeParser(1700, (v) => Number(v));
  * Kysely's SQLite driver prepares every query afresh, and preparing was the largest single cost of a request
  * in the benchmark profile (bench/http/RESULTS.md). Query shapes are few (parameters are bound, never inlined),
  * so prepared statements are kept by SQL text; the bound keeps a pathological caller from growing it forever.
+ * A select whose text starts with ROWS_AS_ARRAYS answers its rows as arrays (precompileRows).
  */
-function withStatementCache(sqlite: SQLite.Database, max = 500): SqliteDatabase {
+function withStatementCache(sqlite: SQLite.Database, max = 500) {
   const cache = new Map<string, SQLite.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare(text: string) {
-      let stmt = cache.get(text);
-      if (!stmt) {
-        stmt = sqlite.prepare(text);
-        if (cache.size >= max) cache.delete(cache.keys().next().value!);
-        cache.set(text, stmt);
-      }
-      return stmt as unknown as SqliteStatement;
-    },
+  const prepare = (text: string) => {
+    let stmt = cache.get(text);
+    if (!stmt) {
+      stmt = sqlite.prepare(text);
+      if (stmt.reader && text.startsWith(ROWS_AS_ARRAYS)) stmt.raw(true);
+      if (cache.size >= max) cache.delete(cache.keys().next().value!);
+      cache.set(text, stmt);
+    }
+    return stmt;
   };
+  const database: SqliteDatabase = { close: () => sqlite.close(), prepare: (text) => prepare(text) as unknown as SqliteStatement };
+  return { database, prepare };
 }
 
 export interface DatabaseOptions {
@@ -113,9 +115,14 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma(`synchronous = ${opts.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const statements = withStatementCache(sqlite);
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements.database }) });
     // SQLite has one writer: concurrent requests' write transactions share commits (group-commit.ts).
     useWriter(db, createGroupCommit(db, 'sqlite'));
+    // The hot reads (precompileRows) run straight on the handle when no transaction is open on it (none of the
+    // group commit's batches): a read then sees only committed rows, exactly as it would after waiting for
+    // Kysely's connection mutex.
+    registerDirectReads(db, (text, parameters) => (sqlite.inTransaction ? null : statements.prepare(text).all(parameters)));
     const setQueryTimeout = () => undefined;
     if (file === ':memory:') return { db, dialect: 'sqlite', url, setQueryTimeout, close: () => db.destroy() };
     // Checkpoints happen on a second connection off the event loop (checkpointer.ts); the automatic one is

@@ -1,4 +1,17 @@
-import type { Compilable, CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
+import {
+  AliasNode,
+  ColumnNode,
+  IdentifierNode,
+  ReferenceNode,
+  SelectQueryNode,
+  SqliteAdapter,
+  type Compilable,
+  type CompiledQuery,
+  type Kysely,
+  type OperationNode,
+  type QueryResult,
+  type Transaction,
+} from 'kysely';
 import type { DB } from './schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -12,25 +25,34 @@ interface Template<O> {
   compiled: CompiledQuery<O>;
   /** Per bound parameter: the argument index it comes from, or a constant fixed at build time. */
   params: Array<Slot | { constant: unknown }>;
+  sqlite: boolean;
 }
 
 /**
- * A query built and compiled once per dialect, then executed with fresh parameter values: on the hot routes
- * Kysely's per-request building (node trees, freezing, the compiler's visitor) cost more than SQLite's own
- * work on a primary-key lookup (bench/http/RESULTS.md). The SQL text is exactly what the builder produces
- * for that dialect; only the bound values change.
- *
- * `build` must use each argument only as a bound value (in a `where`, `values`, `limit`…), never to choose
- * the query's shape (branch on it, pass it to `sql.raw`, size an `in` list): shape choices need one
- * precompiled query per shape. A misuse is refused the first time the query is compiled.
+ * The statement cache in database.ts prepares a SQL text that starts with this in better-sqlite3's raw mode:
+ * its rows come back as arrays, in the order of the select list (precompileRows).
  */
-export function precompile<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>) {
-  // Keyed by the dialect's adapter: a Kysely instance and its transactions share it, another database does not.
-  const templates = new WeakMap<object, Template<O>>();
+export const ROWS_AS_ARRAYS = '/* rows as arrays */ ';
 
-  function template(db: Conn): Template<O> {
+/**
+ * A synchronous read on a SQLite handle (database.ts registers one per database it opens): the rows, or null
+ * when it cannot run now because a transaction is open on the single connection, and the read must then wait
+ * for it through Kysely like any other query.
+ */
+export type DirectRead = (sql: string, parameters: readonly unknown[]) => unknown[] | null;
+const directReads = new WeakMap<object, DirectRead>();
+
+/** Lets precompileRows read `db`'s rows straight from its SQLite handle when no transaction holds it. */
+export function registerDirectReads(db: Kysely<DB>, read: DirectRead) {
+  directReads.set(db, read);
+}
+
+/** Compiles `build` once per dialect (keyed by the dialect's adapter: a Kysely instance and its transactions share it). */
+function templates<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>, check: (compiled: CompiledQuery<O>) => void = () => {}) {
+  const byAdapter = new WeakMap<object, Template<O>>();
+  return function template(db: Conn): Template<O> {
     const adapter = db.getExecutor().adapter;
-    let t = templates.get(adapter);
+    let t = byAdapter.get(adapter);
     if (t) return t;
     const slots = Array.from({ length: build.length - 1 }, (_, i) => new Slot(i));
     const compiled = build(db as Kysely<DB>, ...(slots as unknown as A)).compile();
@@ -45,14 +67,79 @@ export function precompile<A extends unknown[], O>(build: (db: Kysely<DB>, ...ar
     if (seen.size !== slots.length || compiled.sql.includes('[object')) {
       throw new Error(`precompile: every argument must be a bound value of the query (${compiled.sql})`);
     }
-    t = { compiled, params };
-    templates.set(adapter, t);
+    check(compiled);
+    t = { compiled, params, sqlite: adapter instanceof SqliteAdapter };
+    byAdapter.set(adapter, t);
     return t;
-  }
+  };
+}
 
+const bind = (t: Template<unknown>, args: unknown[]) => t.params.map((p) => (p instanceof Slot ? args[p.index] : p.constant));
+
+/**
+ * A query built and compiled once per dialect, then executed with fresh parameter values: on the hot routes
+ * Kysely's per-request building (node trees, freezing, the compiler's visitor) cost more than SQLite's own
+ * work on a primary-key lookup (bench/http/RESULTS.md). The SQL text is exactly what the builder produces
+ * for that dialect; only the bound values change.
+ *
+ * `build` must use each argument only as a bound value (in a `where`, `values`, `limit`…), never to choose
+ * the query's shape (branch on it, pass it to `sql.raw`, size an `in` list): shape choices need one
+ * precompiled query per shape. A misuse is refused the first time the query is compiled.
+ */
+export function precompile<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>) {
+  const template = templates(build);
   return async function execute(db: Conn, ...args: A): Promise<QueryResult<O>> {
     const t = template(db);
-    const parameters = t.params.map((p) => (p instanceof Slot ? args[p.index] : p.constant));
-    return db.executeQuery<O>({ ...t.compiled, parameters });
+    return db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) });
+  };
+}
+
+/** The name each selection of a select query answers under (a column or an alias); null for anything else. */
+function selectedNames(node: OperationNode): Array<string | null> | null {
+  if (!SelectQueryNode.is(node)) return null;
+  return (node.selections ?? []).map(({ selection }) => {
+    if (AliasNode.is(selection) && IdentifierNode.is(selection.alias)) return selection.alias.name;
+    if (ReferenceNode.is(selection) && ColumnNode.is(selection.column)) return selection.column.column.name;
+    return null;
+  });
+}
+
+/** A row of `columns` as a tuple: `[O[columns[0]], O[columns[1]], …]`. */
+export type RowOf<O, C extends readonly string[]> = { -readonly [K in keyof C]: C[K] extends keyof O ? O[C[K]] : never };
+
+/**
+ * A precompiled select whose rows are tuples in the order of `columns`, which must be exactly its select list
+ * (checked when it is compiled). On SQLite the statement runs in better-sqlite3's raw mode: building an object
+ * per row through N-API was the largest part of a list page's SQLite time (20 rows: 54 µs as objects, 38 µs as
+ * arrays, bench/http/RESULTS.md). Called on the database itself (not a transaction) while no transaction is
+ * open on the connection, it reads straight from the handle (registerDirectReads), skipping Kysely's connection
+ * mutex and its chain of promises; the rows are the same, and with a transaction open it waits through Kysely as
+ * before, so it never sees another request's uncommitted writes. On PostgreSQL pg's row objects are read in the
+ * select list's order; the round trip there costs far more than the conversion.
+ */
+export function precompileRows<const C extends readonly string[], A extends unknown[], O>(
+  columns: C,
+  build: (db: Kysely<DB>, ...args: A) => Compilable<O>,
+) {
+  const template = templates(build, (compiled) => {
+    const names = selectedNames(compiled.query);
+    if (!names || names.join('\0') !== columns.join('\0')) {
+      throw new Error(`precompileRows: the select list must be exactly ${columns.join(', ')} (${compiled.sql})`);
+    }
+  });
+  const raw = new WeakMap<Template<O>, CompiledQuery<O>>();
+  return async function execute(db: Conn, ...args: A): Promise<Array<RowOf<O, C>>> {
+    const t = template(db);
+    if (t.sqlite) {
+      let compiled = raw.get(t);
+      if (!compiled) raw.set(t, (compiled = { ...t.compiled, sql: ROWS_AS_ARRAYS + t.compiled.sql }));
+      const parameters = bind(t, args);
+      const rows = directReads.get(db)?.(compiled.sql, parameters) ?? (await db.executeQuery<unknown>({ ...compiled, parameters })).rows;
+      // A better-sqlite3 handle opened without database.ts's statement cache answers objects: read them in order.
+      if (rows.length === 0 || Array.isArray(rows[0])) return rows as Array<RowOf<O, C>>;
+      return rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);
+    }
+    const { rows } = await db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) });
+    return rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);
   };
 }

@@ -8,6 +8,7 @@ import { openUnitOfWork } from '../db/unit-of-work.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { ApiError, invalidRequest } from './errors.js';
+import { hooksOf } from './json.js';
 
 /**
  * `Idempotency-Key` on POST requests, as Stripe does it. The first request with a key runs and its answer is kept
@@ -243,8 +244,9 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
     }
   }
 
-  // Callback hooks: requests without the header (nearly all) pay one property check, no promise.
-  app.addHook('preHandler', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+  // Callback hooks: requests without the header (nearly all) pay one property check, no promise. Attached to
+  // the POST routes alone (below), so the other routes do not run them at all.
+  const preHandler = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const raw = req.headers[HEADER];
     if (raw === undefined || req.method !== 'POST' || !req.auth) return done();
     // Sent twice, Node hands over "k1, k2", which would pass as one key: count the raw header lines instead.
@@ -261,9 +263,9 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
       },
       (err: Error) => done(err),
     );
-  });
+  };
 
-  app.addHook('onSend', (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
+  const onSend = (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
     const claim = req.idempotency;
     if (!claim) return done(null, payload);
     req.idempotency = null;
@@ -282,5 +284,11 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         done(null, payload);
       },
     );
+  };
+
+  app.addHook('onRoute', (route) => {
+    if (!hooksOf(route.method).includes('POST')) return;
+    route.preHandler = [...hooksOf(route.preHandler), preHandler] as typeof route.preHandler;
+    route.onSend = [...hooksOf(route.onSend), onSend] as typeof route.onSend;
   });
 }

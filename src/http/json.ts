@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest } from './errors.js';
 
 /**
@@ -149,17 +149,28 @@ function hasRequiredFields(schema: unknown): boolean {
  * A POST whose body fields are all optional (start a chat, escalate) may come with no body and no
  * Content-Type at all, as many widgets and `curl -X POST` send it: that is read as `{}`. A body that was sent
  * with another Content-Type is still refused by validation.
+ *
+ * Attached to those routes alone (after the global preValidation hooks, as before): the other routes, the reads
+ * among them, do not run it.
  */
 export function registerOptionalBody(app: FastifyInstance) {
-  app.addHook('preValidation', async (req) => {
-    if (req.body !== undefined) return;
-    const schema = req.routeOptions.schema?.body;
+  const optionalBody = (req: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    if (req.body === undefined) {
+      const length = req.headers['content-length'];
+      const sentSomething = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+      if (!sentSomething) req.body = {};
+    }
+    done();
+  };
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema?.body;
     if (!schema || hasRequiredFields(schema)) return;
-    const length = req.headers['content-length'];
-    const sentSomething = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-    if (!sentSomething) req.body = {};
+    route.preValidation = [...hooksOf(route.preValidation), optionalBody] as typeof route.preValidation;
   });
 }
+
+/** A route option's hooks as an array (Fastify takes one function or an array). */
+export const hooksOf = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
 
 /**
  * The charset a Content-Type names, lower-cased and unquoted (`application/json; Charset="UTF-8"` → `utf-8`);

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
-import { precompile } from '../../src/db/precompiled.js';
+import SQLite from 'better-sqlite3';
+import { Kysely, sql, SqliteDialect } from 'kysely';
+import { migrateToLatest } from '../../src/db/database.js';
+import { precompile, precompileRows, ROWS_AS_ARRAYS } from '../../src/db/precompiled.js';
+import type { DB } from '../../src/db/schema.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/db.js';
 
 const insertAccount = precompile((db, id: string, name: string, createdAt: number) =>
@@ -23,6 +26,19 @@ const bump = precompile((db, id: string) =>
     .set((eb) => ({ created_at: eb('created_at', '+', 1) }))
     .where('id', '=', id),
 );
+
+const COLUMNS = ['name', 'id', 'created_at'] as const; // not the table's order: the select list's
+const pageRows = precompileRows(COLUMNS, (db, prefix: string, limit: number, offset: number) =>
+  db.selectFrom('accounts').select(COLUMNS).where('id', 'like', prefix).orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset),
+);
+const countRows = precompileRows(['n'] as const, (db, prefix: string) =>
+  db.selectFrom('accounts').select(sql<number>`count(*)`.as('n')).where('id', 'like', prefix),
+);
+/** The builder's answer for pageRows, as tuples in the order of COLUMNS. */
+async function builderPage(db: Kysely<DB>, prefix: string, limit: number, offset: number) {
+  const rows = await db.selectFrom('accounts').select(COLUMNS).where('id', 'like', prefix).orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset).execute();
+  return rows.map((r) => [r.name, r.id, r.created_at]);
+}
 
 for (const dialect of DIALECTS) {
   describe(`precompiled queries (${dialect})`, () => {
@@ -75,5 +91,92 @@ for (const dialect of DIALECTS) {
       const unused = precompile((db, _id: string) => db.selectFrom('accounts').select('id'));
       await assert.rejects(unused(t.db, 'x'), /every argument must be a bound value/);
     });
+
+    test('rows as tuples: the builder’s rows in the order of the columns, each call with its own parameters', async () => {
+      for (const [limit, offset] of [[3, 0], [3, 3], [10, 5], [2, 100]] as const) {
+        assert.deepEqual(await pageRows(t.db, 'acct_p%', limit, offset), await builderPage(t.db, 'acct_p%', limit, offset), `limit ${limit} offset ${offset}`);
+      }
+      assert.deepEqual(await pageRows(t.db, 'nothing%', 10, 0), []);
+      // count(*) is a number on both dialects (pg's int8 parser, database.ts)
+      assert.deepEqual(await countRows(t.db, 'acct_p%'), [[7]]);
+      assert.deepEqual(await countRows(t.db, 'nothing%'), [[0]]);
+    });
+
+    test('rows as tuples inside a transaction: its own uncommitted writes, gone after a rollback', async () => {
+      await assert.rejects(
+        t.db.transaction().execute(async (trx) => {
+          await insertAccount(trx, 'acct_pt', 'in trx', 9_000);
+          assert.deepEqual(await pageRows(trx, 'acct_p%', 1, 0), [['in trx', 'acct_pt', 9_000]]);
+          assert.deepEqual(await pageRows(trx, 'acct_p%', 20, 0), await builderPage(trx, 'acct_p%', 20, 0));
+          assert.deepEqual(await countRows(trx, 'acct_p%'), [[8]]);
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      assert.deepEqual(await countRows(t.db, 'acct_p%'), [[7]]);
+      assert.equal((await pageRows(t.db, 'acct_p%', 1, 0))[0]![1], 'acct_p6');
+    });
+
+    test('rows as tuples: a select list other than the columns is refused', async () => {
+      const swapped = precompileRows(['id', 'name'] as const, (db, id: string) => db.selectFrom('accounts').select(['name', 'id']).where('id', '=', id));
+      await assert.rejects(swapped(t.db, 'x'), /select list must be exactly id, name/);
+      const all = precompileRows(['id'] as const, (db, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id));
+      await assert.rejects(all(t.db, 'x'), /select list must be exactly id/);
+    });
+
+    test('rows as tuples on the database while another transaction is open: only committed rows, once it ends', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let inserted!: () => void;
+      const didInsert = new Promise<void>((r) => (inserted = r));
+      const trx = t.db.transaction().execute(async (tx) => {
+        await insertAccount(tx, 'acct_pu', 'uncommitted', 9_500);
+        inserted();
+        await held;
+      });
+      await didInsert;
+      const read = pageRows(t.db, 'acct_p%', 1, 0);
+      const count = countRows(t.db, 'acct_p%');
+      if (dialect === 'postgres') {
+        // another connection: it answers at once, without the uncommitted row
+        assert.deepEqual(await count, [[7]]);
+        assert.equal((await read)[0]![1], 'acct_p6');
+        release();
+        await trx;
+      } else {
+        // the single connection is in the transaction: the read waits for it (never reads its uncommitted row)
+        let settled = false;
+        void read.then(() => (settled = true));
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(settled, false, 'a read on the database must not run inside another request’s transaction');
+        release();
+        await trx;
+        assert.deepEqual(await read, [['uncommitted', 'acct_pu', 9_500]]);
+        assert.deepEqual(await count, [[8]]);
+      }
+      assert.deepEqual(await pageRows(t.db, 'acct_p%', 20, 0), await builderPage(t.db, 'acct_p%', 20, 0));
+      await t.db.deleteFrom('accounts').where('id', '=', 'acct_pu').execute();
+    });
+
+    if (dialect === 'sqlite') {
+      test('on SQLite the statement itself answers arrays (better-sqlite3 raw mode), not objects converted after', async () => {
+        const { rows } = await t.db.executeQuery(sql`${sql.raw(ROWS_AS_ARRAYS)}select id, name from accounts where id = ${'acct_p1'}`.compile(t.db));
+        assert.deepEqual(rows, [['acct_p1', 'name 1']]);
+        const { rows: objects } = await t.db.executeQuery(sql`select id, name from accounts where id = ${'acct_p1'}`.compile(t.db));
+        assert.deepEqual(objects, [{ id: 'acct_p1', name: 'name 1' }]);
+      });
+
+      test('on a SQLite handle opened without the statement cache, rows as tuples still come out right', async () => {
+        const plain = new Kysely<DB>({ dialect: new SqliteDialect({ database: new SQLite(':memory:') }) });
+        try {
+          await migrateToLatest(plain);
+          for (let i = 0; i < 3; i++) await insertAccount(plain, `acct_q${i}`, `q ${i}`, 10 + i);
+          assert.deepEqual(await pageRows(plain, 'acct_q%', 2, 0), [['q 2', 'acct_q2', 12], ['q 1', 'acct_q1', 11]]);
+          assert.deepEqual(await countRows(plain, 'acct_q%'), [[3]]);
+        } finally {
+          await plain.destroy();
+        }
+      });
+    }
   });
 }

@@ -6,10 +6,10 @@ import { notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
-import { documentsRepository as repo } from './documents.repository.js';
+import { documentsRepository as repo, type DocumentRow } from './documents.repository.js';
 import type { CreateDocumentBody, ListDocumentsQuery, UpdateDocumentBody } from './documents.schemas.js';
 
-const toRecord = (r: DocumentsTable) => ({
+const toRecord = (r: DocumentRow) => ({
   id: r.id,
   title: r.title,
   content: r.content,
@@ -25,7 +25,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
       const { rows, total } = await repo.list(db, accountId, f);
       return {
-        documents: rows.map((r) => ({ id: r.id, title: r.title, status: r.status, createdAt: toIso(r.created_at), updatedAt: toIso(r.updated_at) })),
+        documents: rows.map((r) => ({ id: r[0], title: r[1], status: r[2], createdAt: toIso(r[3]), updatedAt: toIso(r[4]) })),
         total,
         limit: f.limit,
         offset: f.offset,
