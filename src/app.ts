@@ -203,6 +203,17 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
   registerParamGuard(app);
+  // Unknown fields are refused everywhere (README "Validation"): an API route that declares no querystring takes
+  // none, and a write (POST, PUT, DELETE) that declares no body takes an empty one. Hidden routes (health, the
+  // OpenAPI document, CORS preflights, the dashboard) are tooling, not API, and keep ignoring them.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; querystring?: unknown; body?: unknown } | undefined;
+    if (!schema || schema.hide) return;
+    if (schema.querystring === undefined) schema.querystring = NoQuery;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (schema.body === undefined && methods.some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
+  });
+  // After the hook above: a route given NoBody there takes no body at all, so it gets the optional-body hook too.
   registerOptionalBody(app);
 
   const bodyAjv = makeAjv(false);
@@ -239,16 +250,6 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     transformObject: (doc) => documentHeaders(markOptionalBodies(markDefaultedParamsOptional('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject))),
   });
 
-  // Unknown fields are refused everywhere (README "Validation"): an API route that declares no querystring takes
-  // none, and a write (POST, PUT, DELETE) that declares no body takes an empty one. Hidden routes (health, the
-  // OpenAPI document, CORS preflights, the dashboard) are tooling, not API, and keep ignoring them.
-  app.addHook('onRoute', (route) => {
-    const schema = route.schema as { hide?: boolean; querystring?: unknown; body?: unknown } | undefined;
-    if (!schema || schema.hide) return;
-    if (schema.querystring === undefined) schema.querystring = NoQuery;
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (schema.body === undefined && methods.some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
-  });
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
   registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log });
