@@ -8,7 +8,7 @@ import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { benchDatabase } from '../database.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -33,23 +33,7 @@ const SERVICE_PORT = 3917;
 const BARE_PORT = 3918;
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
-let databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
-let dropSchema = async () => {};
-if (values.db === 'postgres') {
-  const base = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const schema = `bench_${Date.now()}`;
-  const c = new pg.Client({ connectionString: base });
-  await c.connect();
-  await c.query(`CREATE SCHEMA ${schema}`);
-  await c.end();
-  databaseUrl = `${base}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-  dropSchema = async () => {
-    const d = new pg.Client({ connectionString: base });
-    await d.connect();
-    await d.query(`DROP SCHEMA ${schema} CASCADE`);
-    await d.end();
-  };
-}
+const { url: databaseUrl, drop: dropSchema } = await benchDatabase(values.db, dir, 'bench');
 const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1' };
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env, encoding: 'utf8' }));
 

@@ -2,37 +2,30 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { DIALECTS } from '../helpers/db.js';
-import { assertBuildIsFresh, cli, freshDatabase, oneJson, startServe } from './cli-suite.js';
+import { cli, oneJson, startServe, useCliDatabase } from './cli-suite.js';
 
 // `parley backup` as a user runs it, beside a running `parley serve` (its own file: the runner spreads the slow
 // process start-ups over several workers).
 for (const dialect of DIALECTS) {
   describe(`parley backup (${dialect})`, () => {
-    let db: { url: string; cleanup(): Promise<void> };
-    let env: Record<string, string>;
-    before(async () => {
-      assertBuildIsFresh();
-      db = await freshDatabase(dialect);
-      env = { DATABASE_URL: db.url };
-    });
-    after(() => db.cleanup());
+    const c = useCliDatabase(dialect);
 
     test('backup copies the SQLite database while the server writes, to a new file that serves; PostgreSQL is pointed to pg_dump', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'parley-backup-'));
       const to = join(dir, 'nested', 'copy.db');
       try {
         if (dialect !== 'sqlite') {
-          const r = await cli(['backup', '--to', to, '--json'], env);
+          const r = await cli(['backup', '--to', to, '--json'], c.env);
           assert.equal(r.code, 2, r.stderr);
           assert.match(oneJson(r).error, /pg_dump/);
           assert.ok(!existsSync(to));
           return;
         }
-        const out = oneJson(await cli(['init', '--force', '--json'], env));
+        const out = oneJson(await cli(['init', '--force', '--json'], c.env));
         const auth = { authorization: `Bearer ${out.key.key}`, 'content-type': 'application/json' };
-        const s = await startServe(env);
+        const s = await startServe(c.env);
         try {
           const create = (i: number) => fetch(`${s.url}/v1/documents`, { method: 'POST', headers: auth, body: JSON.stringify({ title: `Doc ${i}`, content: 'x'.repeat(2_000) }) });
           for (let i = 0; i < 20; i++) assert.equal((await create(i)).status, 201);
@@ -41,7 +34,7 @@ for (const dialect of DIALECTS) {
           const writer = (async () => {
             for (let i = 20; writing; i++) assert.equal((await create(i)).status, 201);
           })();
-          const r = await cli(['backup', '--to', to, '--json'], env);
+          const r = await cli(['backup', '--to', to, '--json'], c.env);
           writing = false;
           await writer;
           assert.equal(r.code, 0, r.stderr);
@@ -56,13 +49,13 @@ for (const dialect of DIALECTS) {
           } finally {
             await fromCopy.stop();
           }
-          const again = await cli(['backup', '--to', to, '--json'], env);
+          const again = await cli(['backup', '--to', to, '--json'], c.env);
           assert.equal(again.code, 2);
           assert.match(oneJson(again).error, /already exists/);
         } finally {
           await s.stop();
         }
-        const missing = await cli(['backup', '--json'], env);
+        const missing = await cli(['backup', '--json'], c.env);
         assert.equal(missing.code, 2);
         assert.match(oneJson(missing).error, /--to is required/);
       } finally {

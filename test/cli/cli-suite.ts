@@ -128,29 +128,38 @@ export async function startServe(env: Record<string, string>) {
   };
 }
 
+/**
+ * A new database for a describe block's CLI runs (the build checked first): `env` is the environment that points
+ * the CLI at it, set before the first test; the database is dropped after the last.
+ */
+export function useCliDatabase(dialect: DialectName) {
+  const state = { env: {} as Record<string, string> };
+  let db: { url: string; cleanup(): Promise<void> } | undefined;
+  before(async () => {
+    assertBuildIsFresh();
+    db = await freshDatabase(dialect);
+    state.env = { DATABASE_URL: db.url };
+  });
+  after(() => db?.cleanup());
+  return state;
+}
+
 /** The CLI suite for one dialect; one test file per dialect so the runner can run them in parallel processes. */
 export function cliSuite(dialect: DialectName) {
   describe(`parley CLI (${dialect})`, () => {
-    let db: { url: string; cleanup(): Promise<void> };
-    let env: Record<string, string>;
-    before(async () => {
-      assertBuildIsFresh();
-      db = await freshDatabase(dialect);
-      env = { DATABASE_URL: db.url };
-    });
-    after(() => db.cleanup());
+    const c = useCliDatabase(dialect);
 
     test('migrate applies the migrations on a new database, then has nothing to do', async () => {
-      const first = await cli(['migrate', '--json'], env);
+      const first = await cli(['migrate', '--json'], c.env);
       assert.equal(first.code, 0, first.stderr);
       assert.deepEqual(oneJson(first), { applied: Object.keys(migrations) });
-      const second = await cli(['migrate'], env);
+      const second = await cli(['migrate'], c.env);
       assert.equal(second.code, 0, second.stderr);
       assert.match(second.stdout, /up to date/);
     });
 
     test('parley serve on an empty database prints how to create an account, and serves', async () => {
-      const s = await startServe({ ...env, LOG_LEVEL: 'warn' });
+      const s = await startServe({ ...c.env, LOG_LEVEL: 'warn' });
       try {
         assert.match(s.stderr(), /no account yet/);
         // Several API nodes on one PostgreSQL without Redis each count rate limits alone: the operator is told.
@@ -169,23 +178,23 @@ export function cliSuite(dialect: DialectName) {
     });
 
     test('accounts create --json prints exactly one JSON object', async () => {
-      const r = await cli(['accounts', 'create', '--name', 'Acme', '--plan', 'pro', '--json'], env);
+      const r = await cli(['accounts', 'create', '--name', 'Acme', '--plan', 'pro', '--json'], c.env);
       assert.equal(r.code, 0, r.stderr);
       const acct = oneJson(r);
       assert.match(acct.id, /^acct_[0-9a-z]{26}$/);
       assert.equal(acct.name, 'Acme');
       assert.equal(acct.plan, 'pro');
       assert.equal(new Date(acct.createdAt).toISOString(), acct.createdAt);
-      const text = await cli(['accounts', 'create', '--name', 'Beta', '--plan', 'business'], env);
+      const text = await cli(['accounts', 'create', '--name', 'Beta', '--plan', 'business'], c.env);
       assert.equal(text.code, 0);
       assert.match(text.stdout, /^Created account acct_\w+ \(Beta, plan business\)\.\n$/);
-      const list = oneJson(await cli(['accounts', 'list', '--json'], env));
+      const list = oneJson(await cli(['accounts', 'list', '--json'], c.env));
       assert.ok(list.accounts.some((a: any) => a.id === acct.id));
     });
 
     // Validation is the same code whatever the database; PostgreSQL runs the storage-touching tests only.
     test('enterprise requires both limits; other plans refuse them; bad values are refused', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const ok = await cli(['accounts', 'create', '--name', 'Big', '--plan', 'enterprise', '--rate-limit-minute', '5000', '--rate-limit-day', '900000', '--json'], env);
+      const ok = await cli(['accounts', 'create', '--name', 'Big', '--plan', 'enterprise', '--rate-limit-minute', '5000', '--rate-limit-day', '900000', '--json'], c.env);
       assert.equal(ok.code, 0, ok.stderr);
       const acct = oneJson(ok);
       assert.equal(acct.plan, 'enterprise');
@@ -201,36 +210,36 @@ export function cliSuite(dialect: DialectName) {
         [['--plan', 'gold'], /--plan must be one of free, pro, business, enterprise/],
       ] as const;
       // Child processes start slowly (module loading), so independent ones run side by side.
-      const results = await Promise.all(cases.map(([args]) => cli(['accounts', 'create', '--name', 'X', ...args], env)));
+      const results = await Promise.all(cases.map(([args]) => cli(['accounts', 'create', '--name', 'X', ...args], c.env)));
       results.forEach((r, i) => {
         const [args, re] = cases[i]!;
         assert.notEqual(r.code, 0, args.join(' '));
         assert.match(r.stderr, re);
         assert.equal(r.stdout, '', 'nothing on stdout without --json');
       });
-      const j = await cli(['accounts', 'create', '--name', 'X', '--plan', 'enterprise', '--json'], env);
+      const j = await cli(['accounts', 'create', '--name', 'X', '--plan', 'enterprise', '--json'], c.env);
       assert.notEqual(j.code, 0);
       assert.match(oneJson(j).error, /--rate-limit-minute is required/);
-      const noName = await cli(['accounts', 'create', '--plan', 'pro'], env);
+      const noName = await cli(['accounts', 'create', '--plan', 'pro'], c.env);
       assert.notEqual(noName.code, 0);
       assert.match(noName.stderr, /--name is required/);
     });
 
     test('keys: server by default with every scope; public has chat; free refuses server keys clearly; list shows no secret; revoke → 401 over HTTP', async () => {
-      const acct = oneJson(await cli(['accounts', 'create', '--name', 'Keys Co', '--plan', 'pro', '--json'], env));
-      const server = oneJson(await cli(['keys', 'create', '--account', acct.id, '--json'], env));
+      const acct = oneJson(await cli(['accounts', 'create', '--name', 'Keys Co', '--plan', 'pro', '--json'], c.env));
+      const server = oneJson(await cli(['keys', 'create', '--account', acct.id, '--json'], c.env));
       assert.match(server.id, /^key_/);
       assert.match(server.key, /^sk_[\w-]{20,}$/);
       assert.equal(server.type, 'server');
       assert.deepEqual(server.scopes, [...SCOPES]);
 
       const [pubR, scopedR, badScope, badType, noAccount, freeR] = await Promise.all([
-        cli(['keys', 'create', '--account', acct.id, '--type', 'public', '--json'], env),
-        cli(['keys', 'create', '--account', acct.id, '--scopes', 'faqs:read, documents:read', '--json'], env),
-        cli(['keys', 'create', '--account', acct.id, '--scopes', 'admin'], env),
-        cli(['keys', 'create', '--account', acct.id, '--type', 'root'], env),
-        cli(['keys', 'create', '--account', 'acct_nope'], env),
-        cli(['accounts', 'create', '--name', 'Free Co', '--plan', 'free', '--json'], env),
+        cli(['keys', 'create', '--account', acct.id, '--type', 'public', '--json'], c.env),
+        cli(['keys', 'create', '--account', acct.id, '--scopes', 'faqs:read, documents:read', '--json'], c.env),
+        cli(['keys', 'create', '--account', acct.id, '--scopes', 'admin'], c.env),
+        cli(['keys', 'create', '--account', acct.id, '--type', 'root'], c.env),
+        cli(['keys', 'create', '--account', 'acct_nope'], c.env),
+        cli(['accounts', 'create', '--name', 'Free Co', '--plan', 'free', '--json'], c.env),
       ]);
       const pub = oneJson(pubR);
       assert.match(pub.key, /^pk_/);
@@ -246,14 +255,14 @@ export function cliSuite(dialect: DialectName) {
 
       const free = oneJson(freeR);
       const [refused, freePublic] = await Promise.all([
-        cli(['keys', 'create', '--account', free.id], env),
-        cli(['keys', 'create', '--account', free.id, '--type', 'public', '--json'], env),
+        cli(['keys', 'create', '--account', free.id], c.env),
+        cli(['keys', 'create', '--account', free.id, '--type', 'public', '--json'], c.env),
       ]);
       assert.notEqual(refused.code, 0);
       assert.match(refused.stderr, /server keys need the Pro plan or above/);
       assert.equal(freePublic.code, 0, freePublic.stderr);
 
-      const list = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], env));
+      const list = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], c.env));
       assert.equal(list.keys.length, 3);
       assert.deepEqual(list.keys.map((k: any) => k.id).sort(), [server.id, pub.id, scoped.id].sort());
       for (const k of list.keys) {
@@ -264,11 +273,11 @@ export function cliSuite(dialect: DialectName) {
 
       // A verified key is remembered for AUTH_CACHE_TTL (1 s by default, documented), so a revoke from another
       // process takes up to that long to reach a running server; the cache is off here to test the revoke itself.
-      const s = await startServe({ ...env, AUTH_CACHE_TTL: '0' });
+      const s = await startServe({ ...c.env, AUTH_CACHE_TTL: '0' });
       try {
         const before = await fetch(`${s.url}/v1/documents`, { headers: { authorization: `Bearer ${server.key}` } });
         assert.equal(before.status, 200);
-        const revoked = await cli(['keys', 'revoke', server.id, '--json'], env);
+        const revoked = await cli(['keys', 'revoke', server.id, '--json'], c.env);
         assert.equal(revoked.code, 0, revoked.stderr);
         const r = oneJson(revoked);
         assert.equal(r.id, server.id);
@@ -282,9 +291,9 @@ export function cliSuite(dialect: DialectName) {
       } finally {
         await s.stop();
       }
-      const again = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], env));
+      const again = oneJson(await cli(['keys', 'list', '--account', acct.id, '--json'], c.env));
       assert.ok(again.keys.find((k: any) => k.id === server.id).revokedAt);
-      const unknown = await cli(['keys', 'revoke', 'key_nope'], env);
+      const unknown = await cli(['keys', 'revoke', 'key_nope'], c.env);
       assert.notEqual(unknown.code, 0);
       assert.match(unknown.stderr, /key key_nope not found/);
     });
@@ -323,12 +332,12 @@ export function cliSuite(dialect: DialectName) {
     });
 
     test('SIGTERM with a request stuck in flight still ends the process, after the 10 s deadline', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const out = oneJson(await cli(['init', '--force', '--json'], env));
+      const out = oneJson(await cli(['init', '--force', '--json'], c.env));
       // A receiver that never answers, and a test send (which waits for its delivery) stuck on it.
       const sockets: import('node:net').Socket[] = [];
       const silent = createServer((socket) => void sockets.push(socket));
       await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-      const s = await startServe({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT: '5m' });
+      const s = await startServe({ ...c.env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT: '5m' });
       try {
         const auth = { authorization: `Bearer ${out.key.key}`, 'content-type': 'application/json' };
         const hook = await fetch(`${s.url}/v1/webhooks`, {
@@ -353,24 +362,24 @@ export function cliSuite(dialect: DialectName) {
     });
 
     test('demo loads a sample knowledge base; run again it skips what the account has', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const out = oneJson(await cli(['init', '--force', '--json'], env));
-      const r = await cli(['demo', '--account', out.account.id, '--json'], env);
+      const out = oneJson(await cli(['init', '--force', '--json'], c.env));
+      const r = await cli(['demo', '--account', out.account.id, '--json'], c.env);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
-      const again = await cli(['demo', '--account', out.account.id], env);
+      const again = await cli(['demo', '--account', out.account.id], c.env);
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /^Loaded 0 documents and 0 FAQs into acct_\w+\.\nSkipped 4 documents and 6 FAQs the account already has/);
-      const missing = await cli(['demo', '--account', 'acct_nope', '--json'], env);
+      const missing = await cli(['demo', '--account', 'acct_nope', '--json'], c.env);
       assert.equal(missing.code, 2, missing.stderr);
       assert.deepEqual(oneJson(missing), { error: 'account acct_nope not found' });
     });
 
     test('init refuses the free plan before creating anything', { skip: dialect !== 'sqlite' && 'covered on sqlite' }, async () => {
-      const before = oneJson(await cli(['accounts', 'list', '--json'], env));
-      const r = await cli(['init', '--plan', 'free', '--json'], env);
+      const before = oneJson(await cli(['accounts', 'list', '--json'], c.env));
+      const r = await cli(['init', '--plan', 'free', '--json'], c.env);
       assert.equal(r.code, 2, r.stderr);
       assert.match(oneJson(r).error, /needs the pro plan/);
-      assert.deepEqual(oneJson(await cli(['accounts', 'list', '--json'], env)), before, 'no orphan account');
+      assert.deepEqual(oneJson(await cli(['accounts', 'list', '--json'], c.env)), before, 'no orphan account');
     });
   });
 }
