@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { pageLimit } from '../../db/pagination.js';
 import type { DialectName } from '../../db/database.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
@@ -47,7 +48,7 @@ export const analyticsRepository = {
       .groupBy('topic')
       .orderBy(sql`count(*)`, 'desc')
       .orderBy(byName)
-      .limit(limit)
+      .limit(pageLimit(limit))
       .execute();
   },
 

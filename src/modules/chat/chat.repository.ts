@@ -1,4 +1,5 @@
 import type { ExpressionBuilder, Kysely, Selectable, Transaction, Updateable, UpdateObject } from 'kysely';
+import { pageLimit } from '../../db/pagination.js';
 import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
@@ -37,7 +38,7 @@ export const chatRepository = {
       .orderBy('created_at', 'desc')
       .orderBy('seq', 'desc')
       .orderBy('id', 'desc')
-      .limit(n)
+      .limit(pageLimit(n))
       .execute();
     return rows.reverse();
   },

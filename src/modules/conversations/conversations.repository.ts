@@ -1,4 +1,5 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
+import { pageLimit } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
 
@@ -25,7 +26,7 @@ export const conversationsRepository = {
     if (f.customerId !== undefined) q = q.where('customer_id', '=', f.customerId);
     // Deferred join: the page's ids come from the index alone (every list index ends in created_at, id), so
     // a deep offset skips index entries instead of fetching, then discarding, thousands of table rows.
-    const pageIds = q.select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset);
+    const pageIds = q.select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(pageLimit(f.limit)).offset(f.offset);
     const [count, rows] = await Promise.all([
       q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
       db

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
-import { newestFirstPage } from '../../db/pagination.js';
+import { newestFirstPage, pageLimit } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -72,7 +72,7 @@ export const deliveriesRepository = {
         .select(['id', 'event', 'status', 'next_attempt_at', 'created_at'])
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
-        .limit(f.limit)
+        .limit(pageLimit(f.limit))
         .offset(f.offset)
         .execute(),
     ]);
