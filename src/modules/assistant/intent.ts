@@ -141,7 +141,9 @@ export function handoffRemainder(text: string): string {
     .join(' ');
 }
 
-const CONTINUATION = /^(?:and|also|plus|or|but|so|then|even|what about|how about|what if|same (?:for|with|goes for)|for|to|in|with|via|from|by)\b/;
+const CONTINUATION = /^(?:and|also|plus|or|but|so|then|even|what about|how about|what if|same (?:for|with|goes for))\b/;
+/** "for Canada?", "with paypal?": a preposition opening a few words only (a longer message says what it is about). */
+const BARE_PHRASE = /^(?:for|to|in|with|via|from|by)\b/;
 const REFERRING = new Set(['it', 'its', "it's", 'that', "that's", 'this', 'these', 'those', 'them', 'they', 'one', 'ones']);
 
 /**
@@ -157,6 +159,7 @@ export function leansOnPrevious(text: string): boolean {
   const words = t.split(' ');
   if (words.length > 12) return false;
   if (CONTINUATION.test(t)) return true;
+  if (words.length <= 5 && BARE_PHRASE.test(t)) return true;
   return words.length <= 8 && words.some((w) => REFERRING.has(w));
 }
 
