@@ -18,7 +18,7 @@ export async function benchDatabase(kind, dir, prefix = 'bench') {
   };
   await admin(`CREATE SCHEMA ${schema}`);
   return {
-    url: `${base}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+    url: `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
     drop: () => admin(`DROP SCHEMA ${schema} CASCADE`),
   };
 }
