@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.js';
 import { lockForCheckThenWrite } from '../db/locks.js';
 import { AccountsError } from '../modules/accounts/accounts.service.js';
-import { createDocumentsService } from '../modules/documents/documents.service.js';
 
 // A small sample shop, enough to hold a conversation with `parley demo` right after installing.
 const DOCUMENTS = [
@@ -56,8 +55,7 @@ export async function runDemo(ctx: AppContext, accountId: string) {
     const docs = DOCUMENTS.filter((d) => !haveTitles.has(d.title));
     const faqs = FAQS.filter((f) => !haveQuestions.has(f.question));
     // The services' own rules, with their writes in this transaction.
-    const documents = createDocumentsService(trx, ctx.clock, (fn) => fn(trx));
-    for (const d of docs) await documents.create(accountId, { ...d, status: 'active' });
+    for (const d of docs) await ctx.services.documents.create(accountId, { ...d, status: 'active' }, trx);
     for (const f of faqs) await ctx.services.faqs.create(accountId, { ...f, status: 'approved' }, trx);
     return {
       accountId,

@@ -3,8 +3,6 @@ import type { DialectName } from './database.js';
 import type { DB } from './schema.js';
 import { committingWith, currentUnitOfWork, writeTransaction, type Transact } from './unit-of-work.js';
 
-export type { Transact };
-
 const SAVEPOINT = CompiledQuery.raw('savepoint group_commit_job');
 const RELEASE = CompiledQuery.raw('release group_commit_job');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to group_commit_job');

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import type { Transact } from '../../db/group-commit.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { notFound, rejectBlank } from '../../http/errors.js';
@@ -18,8 +17,7 @@ const toRecord = (r: DocumentRow) => ({
   updatedAt: toIso(r.updated_at),
 });
 
-/** `transact` runs each write transaction: writeTransaction (group-committed on SQLite), or a caller's own (`parley demo`). */
-export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: Transact = (fn) => writeTransaction(db, fn)) {
+export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
   return {
     async list(accountId: string, q: ListDocumentsQuery) {
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
@@ -38,7 +36,8 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
       return toRecord(row);
     },
 
-    async create(accountId: string, body: CreateDocumentBody) {
+    /** Also used by `parley demo` to load its samples inside its own transaction. */
+    async create(accountId: string, body: CreateDocumentBody, trx?: Kysely<DB>) {
       rejectBlank('body.title', body.title);
       rejectBlank('body.content', body.content);
       const now = clock.now();
@@ -51,17 +50,19 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
         created_at: now,
         updated_at: now,
       };
-      await transact(async (trx) => {
-        await repo.insert(trx, row);
-        await accountsRepository.bumpKnowledgeVersion(trx, accountId);
-      });
+      const write = async (conn: Kysely<DB>) => {
+        await repo.insert(conn, row);
+        await accountsRepository.bumpKnowledgeVersion(conn, accountId);
+      };
+      if (trx) await write(trx);
+      else await writeTransaction(db, write);
       return { id: row.id, title: row.title, status: row.status, createdAt: toIso(now) };
     },
 
     async update(accountId: string, id: string, body: UpdateDocumentBody) {
       rejectBlank('body.title', body.title);
       rejectBlank('body.content', body.content);
-      const row = await transact(async (trx) => {
+      const row = await writeTransaction(db, async (trx) => {
         const current = await repo.find(trx, accountId, id);
         if (!current) throw notFound('document', id);
         const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
@@ -73,7 +74,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock, transact: T
     },
 
     async delete(accountId: string, id: string) {
-      const deleted = await transact(async (trx) => {
+      const deleted = await writeTransaction(db, async (trx) => {
         const ok = await repo.delete(trx, accountId, id);
         if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
         return ok;
