@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely, Selectable, Transaction, Updateable, UpdateObject } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
 import { pageLimit } from '../../db/pagination.js';
 import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
@@ -6,6 +6,14 @@ import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 type Conn = Kysely<DB> | Transaction<DB>;
 /** What Kysely's `set` takes for a conversation: the values, or a function of the expression builder (increments). */
 type ConversationPatch = UpdateObject<DB, 'conversations'> | ((eb: ExpressionBuilder<DB, 'conversations'>) => UpdateObject<DB, 'conversations'>);
+
+/** A conversation's messages (the account checked too). */
+const ofConversation = (db: Conn, accountId: string, conversationId: string) =>
+  db.selectFrom('messages').where('account_id', '=', accountId).where('conversation_id', '=', conversationId);
+
+/** Conversation order: time, then position (`seq` keeps one millisecond's messages in order), then id. */
+const inOrder = <Q extends SelectQueryBuilder<DB, 'messages', object>>(q: Q, direction: 'asc' | 'desc') =>
+  q.orderBy('created_at', direction).orderBy('seq', direction).orderBy('id', direction) as Q;
 
 export const chatRepository = {
   find(db: Conn, accountId: string, id: string) {
@@ -17,43 +25,18 @@ export const chatRepository = {
   insertMessages(db: Conn, rows: MessagesTable[]) {
     return db.insertInto('messages').values(rows).execute();
   },
+  /** Every message of a conversation, in conversation order. */
   messages(db: Conn, accountId: string, conversationId: string) {
-    return db
-      .selectFrom('messages')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('conversation_id', '=', conversationId)
-      .orderBy('created_at')
-      .orderBy('seq')
-      .orderBy('id')
-      .execute();
+    return inOrder(ofConversation(db, accountId, conversationId).selectAll(), 'asc').execute();
   },
   /** The last `n` messages of a conversation, oldest first: what a reply needs, whatever the conversation's length. */
   async lastMessages(db: Conn, accountId: string, conversationId: string, n: number) {
-    const rows = await db
-      .selectFrom('messages')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('conversation_id', '=', conversationId)
-      .orderBy('created_at', 'desc')
-      .orderBy('seq', 'desc')
-      .orderBy('id', 'desc')
-      .limit(pageLimit(n))
-      .execute();
+    const rows = await inOrder(ofConversation(db, accountId, conversationId).selectAll(), 'desc').limit(pageLimit(n)).execute();
     return rows.reverse();
   },
   /** What the customer wrote in a conversation, oldest first (a workflow's fields are read from all of it). */
   async customerTexts(db: Conn, accountId: string, conversationId: string) {
-    const rows = await db
-      .selectFrom('messages')
-      .select('content')
-      .where('account_id', '=', accountId)
-      .where('conversation_id', '=', conversationId)
-      .where('role', '=', 'customer')
-      .orderBy('created_at')
-      .orderBy('seq')
-      .orderBy('id')
-      .execute();
+    const rows = await inOrder(ofConversation(db, accountId, conversationId).select('content').where('role', '=', 'customer'), 'asc').execute();
     return rows.map((r) => r.content);
   },
   /**
