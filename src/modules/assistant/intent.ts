@@ -212,7 +212,7 @@ export function smallTalkKind(text: string): SmallTalkKind | undefined {
     const pictures = text.match(/\p{Extended_Pictographic}/gu) ?? [];
     return pictures.length > 0 && pictures.every((p) => THANKS_PICTURES.has(p)) ? 'thanks' : 'unclear';
   }
-  const t = normalize(text).replace(/[^\p{L}\p{N}' ]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  const t = clean(text);
   if (!t) return undefined;
   if (GREETING.test(t)) return 'greeting';
   if (THANKS.test(t)) return 'thanks';
