@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { BackupError, backupSqlite } from '../db/backup.js';
-import { migrateToLatest, openDatabase } from '../db/database.js';
+import { migrateToLatest, openDatabase, sqliteFileOf } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
 import { verifyDelivery } from '../modules/webhooks/signing.js';
@@ -183,11 +183,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     case 'backup': {
       if (!values.to) throw new UsageError('--to is required: the new file to write the backup to');
-      if (!config.databaseUrl.startsWith('sqlite:')) {
+      const file = sqliteFileOf(config.databaseUrl);
+      if (file === null) {
         throw new UsageError('parley backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see README.md, Backups)');
       }
-      const file = config.databaseUrl.slice('sqlite:'.length);
-      if (file === '' || file === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
+      if (file === ':memory:') throw new UsageError('an in-memory database has nothing to back up');
       const copied = backupSqlite(file, values.to);
       out(copied, `Backed up ${file} to ${copied.path} (${copied.bytes} bytes, ${copied.durationMs} ms).`);
       return 0;

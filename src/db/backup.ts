@@ -27,19 +27,10 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
   } finally {
     source.close();
   }
-  // VACUUM INTO does not sync what it writes: the backup must survive a power cut made right after it.
-  const fd = openSync(target, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  const dirFd = openSync(dirname(target), 'r');
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
+  // VACUUM INTO does not sync what it writes: the backup (and its directory entry) must survive a power cut made
+  // right after it.
+  fsyncPath(target);
+  fsyncPath(dirname(target));
   const copy = new SQLite(target, { readonly: true, fileMustExist: true });
   try {
     const check = copy.pragma('quick_check', { simple: true });
@@ -48,4 +39,13 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
     copy.close();
   }
   return { path: target, bytes: statSync(target).size, durationMs: Math.round(performance.now() - started) };
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

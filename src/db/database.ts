@@ -102,9 +102,14 @@ export interface DatabaseOptions {
   onConnectionError?: (err: Error) => void;
 }
 
+/** The SQLite file a `sqlite:` URL names (`:memory:` when it names none); null for any other URL. */
+export function sqliteFileOf(url: string): string | null {
+  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) || ':memory:' : null;
+}
+
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
-  if (url.startsWith('sqlite:')) {
-    const file = url.slice('sqlite:'.length) || ':memory:';
+  const file = sqliteFileOf(url);
+  if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const sqlite = new SQLite(file);
     // WAL lets readers run beside the single writer. FULL syncs the WAL at every commit, so a write we
