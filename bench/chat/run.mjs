@@ -1,11 +1,10 @@
-/* global URL, fetch, setTimeout, Buffer */
+/* global URL, fetch, setTimeout */
 // Customer chat messages under load: POST /v1/chat/conversations/:id/messages over 100 open conversations of the
 // `parley demo` shop (each request: the assistant's retrieval, two messages, two events, the conversation row),
 // beside a bare node:http server answering the same bytes, in the same run. Usage (after `npm run build`):
 //   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR] [--cpu-prof DIR]
 // --root runs the service of another checkout (built), to compare two versions in one window.
 import { execFileSync, spawn } from 'node:child_process';
-import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,16 +57,19 @@ for (let i = 0; i < 100; i++) {
 }
 // The bytes the bare server answers: one real reply.
 const sample = await (await fetch(`${api}/chat/conversations/${ids[0]}/messages`, { method: 'POST', headers, body: QUESTION })).text();
-const bare = http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    JSON.parse(Buffer.concat(chunks).toString());
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(sample) });
-    res.end(sample);
+// The bare server: a child process like the service (pinned the same way with --pin), answering those bytes
+// after reading and parsing the request body, as the service must.
+const BARE = `
+  const http = require('node:http');
+  const sample = ${JSON.stringify(sample)};
+  const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(sample) };
+  const s = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => { JSON.parse(Buffer.concat(chunks).toString()); res.writeHead(200, headers); res.end(sample); });
   });
-});
-bare.keepAliveTimeout = 60_000;
+  s.keepAliveTimeout = 60000;
+  s.listen(${BARE_PORT}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
 
 async function load(port) {
   let n = 0;
@@ -82,21 +84,11 @@ async function load(port) {
 
 const svc = await load(SERVICE_PORT);
 service.kill('SIGTERM');
-// The bare server runs in a child pinned like the service, when pinned; otherwise here.
-let b;
-if (values.pin) {
-  const child = spawn('taskset', ['-c', '0', process.execPath, '-e', `
-    const http = require('node:http'); const sample = ${JSON.stringify(sample)};
-    const s = http.createServer((req, res) => { const c = []; req.on('data', (d) => c.push(d)); req.on('end', () => { JSON.parse(Buffer.concat(c).toString()); res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(sample) }); res.end(sample); }); });
-    s.keepAliveTimeout = 60000; s.listen(${BARE_PORT}, '127.0.0.1', () => process.stdout.write('ready\\n'));`], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise((r) => child.stdout.once('data', r));
-  b = await load(BARE_PORT);
-  child.kill('SIGTERM');
-} else {
-  await new Promise((r) => bare.listen(BARE_PORT, '127.0.0.1', r));
-  b = await load(BARE_PORT);
-  bare.close();
-}
+const [bareCmd, bareArgs] = pinned(['-e', BARE]);
+const bare = spawn(bareCmd, bareArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+await new Promise((r) => bare.stdout.once('data', r));
+const b = await load(BARE_PORT);
+bare.kill('SIGTERM');
 console.log(JSON.stringify({ root: ROOT, db: values.db, service: svc, bare: b, ratio: +(svc.rps / b.rps).toFixed(3), date: new Date().toISOString() }));
 await dropSchema();
 rmSync(dir, { recursive: true, force: true });
