@@ -9,6 +9,7 @@ import type { AppContext } from './context.js';
 import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
+import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -224,6 +225,20 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
   // Finishes in-flight webhook attempts, releases leases and closes the outbound connection pool.
   app.addHook('onClose', () => ctx.deliveries.close());
+  // Every route's handler is counted while it runs. Closing, the server waits for its sockets only (a client that
+  // hung up leaves its handler running); this waits for the handlers too, so the caller can close the database
+  // after app.close(). Registered after the hooks above: onClose hooks run last-registered first, after the server
+  // has stopped taking requests, so the handlers finish before deliveries and the limiter close.
+  const inflight = createInflight();
+  app.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function (req, reply) {
+      const out = handler.call(this, req, reply);
+      return out instanceof Promise ? inflight.track(out) : out;
+    } as typeof route.handler;
+  });
+  app.addHook('onClose', () => inflight.drained());
+  registerConnectionClosing(app);
 
   // Callback hooks rather than async ones: no promise and microtask hop on every request.
   app.addHook('onRequest', (req, reply, done) => {
@@ -252,7 +267,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
 
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
-  registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log });
+  registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log, inflight });
 
   await app.register(
     async (v1) => {

@@ -9,6 +9,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { ApiError, invalidRequest } from './errors.js';
 import { hooksOf } from './json.js';
+import type { Inflight } from './shutdown.js';
 
 /**
  * `Idempotency-Key` on POST requests, as Stripe does it. The first request with a key runs and its answer is kept
@@ -186,8 +187,8 @@ function headerCount(rawHeaders: string[], name: string): number {
   return n;
 }
 
-export function registerIdempotency(app: FastifyInstance, opts: { repo: IdempotencyRepository; clock: Clock; leaseMs: number; log: Logger }) {
-  const { repo, clock, leaseMs, log } = opts;
+export function registerIdempotency(app: FastifyInstance, opts: { repo: IdempotencyRepository; clock: Clock; leaseMs: number; log: Logger; inflight: Inflight }) {
+  const { repo, clock, leaseMs, log, inflight } = opts;
   app.decorateRequest('idempotency', null);
 
   /** 'run': this request holds the key and runs; 'replayed': the kept answer was sent. */
@@ -271,7 +272,8 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
     req.idempotency = null;
     const status = reply.statusCode;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : payload == null ? '' : null;
-    const write = status >= 500 || body === null ? repo.abandon(claim) : repo.record(claim, status, body);
+    // Counted like a handler: shutdown closes the database after it.
+    const write = inflight.track(status >= 500 || body === null ? repo.abandon(claim) : repo.record(claim, status, body));
     write.then(
       () => {
         claim.endUnitOfWork?.();
