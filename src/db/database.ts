@@ -40,6 +40,47 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** SQL text → statement number, shared by every connection of the process. */
+const statementNumbers = new Map<string, number>();
+/** Distinct statements kept prepared: bounds the memory each PostgreSQL backend spends on them. */
+const MAX_NAMED_STATEMENTS = 256;
+
+/**
+ * Queries with parameters run as named prepared statements: PostgreSQL parses and plans each once per connection
+ * instead of on every run. That was over a third of its CPU per chat message (small, indexed statements;
+ * BENCHMARKS.md). Kysely binds every value, so a query shape has one text; past MAX_NAMED_STATEMENTS shapes (long
+ * IN lists, many-row inserts) queries run unnamed as before.
+ *
+ * A prepared statement can go wrong under the connection: its table changed shape (another node's migration:
+ * "cached plan must not change result type"), or a pooler in front of PostgreSQL dropped or shares statements
+ * (26000 does not exist, 42P05 already exists). The statement then gets a new name on this connection and the
+ * query runs once more; inside a transaction that retry fails as the transaction has, and the first error is
+ * the one reported (the next use is fine).
+ */
+function namePreparedStatements(client: pg.PoolClient) {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const parsed = (client as unknown as { connection: { parsedStatements: Record<string, string> } }).connection.parsedStatements;
+  const renamed = new Map<number, number>(); // statement number → times renamed on this connection
+  const nameOf = (n: number) => `parley_${n}_${renamed.get(n) ?? 0}`;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || args.length > 2) return query(...args);
+    let n = statementNumbers.get(text);
+    if (n === undefined) {
+      if (statementNumbers.size >= MAX_NAMED_STATEMENTS) return query(text, values);
+      n = statementNumbers.size;
+      statementNumbers.set(text, n);
+    }
+    const number = n;
+    return query({ name: nameOf(number), text, values }).catch((err: { code?: string }) => {
+      if (err.code === '26000') delete parsed[nameOf(number)];
+      else if (err.code === '0A000' || err.code === '42P05') renamed.set(number, (renamed.get(number) ?? 0) + 1);
+      else throw err;
+      return query({ name: nameOf(number), text, values }).catch(() => Promise.reject(err));
+    });
+  };
+}
+
 /**
  * A server or network that stops answering without closing the connection (a partition, a frozen VM, a
  * failover behind a proxy) would hold a query, and the request or worker task waiting on it, until TCP gives
@@ -165,6 +206,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   let queryTimeoutMs = 0; // until setQueryTimeout: migrations run unbounded
   pool.on('connect', (client) => {
     client.on('error', lost);
+    namePreparedStatements(client);
     armQueryDeadline(client, () => queryTimeoutMs);
   });
   pool.on('error', () => undefined); // an idle client's error, already reported by the client's own listener

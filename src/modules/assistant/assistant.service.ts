@@ -31,6 +31,9 @@ const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
   citable: f.status === 'approved',
 });
 
+/** An account's assistant settings from its stored JSON (null: none saved yet), defaults filling the rest. */
+export const settingsFrom = (json: string | null): AssistantSettings => ({ ...DEFAULT_SETTINGS, ...(json ? (JSON.parse(json) as Partial<AssistantSettings>) : {}) });
+
 /**
  * One in-process index per account, kept in step with the account's knowledge version. The version is read
  * on every reply (one indexed lookup), so a change made through any API node is seen by every node on its
@@ -65,8 +68,9 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
     return { version, index: entry.index, watermark };
   }
 
-  async function indexFor(accountId: string): Promise<KnowledgeIndex> {
-    const version = await accountsRepository.knowledgeVersion(db, accountId);
+  /** `known`: the version the caller has just read (chat reads it with the conversation), saving a query. */
+  async function indexFor(accountId: string, known?: number): Promise<KnowledgeIndex> {
+    const version = known ?? (await accountsRepository.knowledgeVersion(db, accountId));
     const hit = cache.get(accountId);
     if (hit && hit.version === version) return hit.index;
     // One build or refresh per account at a time; concurrent replies wait for it.
@@ -86,8 +90,7 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
   }
 
   async function settings(accountId: string): Promise<AssistantSettings> {
-    const json = await repo.settings(db, accountId);
-    return { ...DEFAULT_SETTINGS, ...(json ? (JSON.parse(json) as Partial<AssistantSettings>) : {}) };
+    return settingsFrom(await repo.settings(db, accountId));
   }
 
   return {
@@ -104,8 +107,9 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
       return s.greeting.replaceAll('{name}', s.name);
     },
 
-    async reply(accountId: string, question: string, history: ChatTurn[], persona: AssistantSettings): Promise<AssistantAnswer> {
-      const index = await indexFor(accountId);
+    /** `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). */
+    async reply(accountId: string, question: string, history: ChatTurn[], persona: AssistantSettings, knowledgeVersion?: number): Promise<AssistantAnswer> {
+      const index = await indexFor(accountId, knowledgeVersion);
       return answerWithFallback(index, provider, question, {
         persona: { name: persona.name, tone: persona.tone },
         history,

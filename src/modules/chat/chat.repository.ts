@@ -1,5 +1,7 @@
 import type { ExpressionBuilder, Kysely, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
+import { sql } from 'kysely';
 import { pageLimit } from '../../db/pagination.js';
+import { precompile } from '../../db/precompiled.js';
 import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
@@ -15,7 +17,34 @@ const ofConversation = (db: Conn, accountId: string, conversationId: string) =>
 const inOrder = <Q extends SelectQueryBuilder<DB, 'messages', object>>(q: Q, direction: 'asc' | 'desc') =>
   q.orderBy('created_at', direction).orderBy('seq', direction).orderBy('id', direction) as Q;
 
+/**
+ * A conversation with what a reply needs of its account: the assistant settings and the knowledge version (the sum
+ * of the account's counter rows, accounts.repository.ts). One query where there were three: on PostgreSQL each
+ * statement is a socket write and a read, which are most of a message's cost. Built once per dialect.
+ */
+const findForReply = precompile((db, accountId: string, id: string) =>
+  db
+    .selectFrom('conversations')
+    .innerJoin('accounts', 'accounts.id', 'conversations.account_id')
+    .selectAll('conversations')
+    .select('accounts.assistant_settings')
+    .select((eb) =>
+      eb
+        .selectFrom('knowledge_versions')
+        .select(sql<number>`coalesce(sum(n), 0)`.as('v'))
+        .whereRef('knowledge_versions.account_id', '=', 'conversations.account_id')
+        .as('knowledge_version'),
+    )
+    .where('conversations.account_id', '=', accountId)
+    .where('conversations.id', '=', id),
+);
+
 export const chatRepository = {
+  /** The conversation, its account's assistant settings (JSON or null) and knowledge version; undefined when not found. */
+  async findForReply(db: Conn, accountId: string, id: string) {
+    const row = (await findForReply(db, accountId, id)).rows[0];
+    return row && { ...row, knowledge_version: Number(row.knowledge_version ?? 0) };
+  },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   },

@@ -6,7 +6,7 @@ import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
-import type { AssistantService } from '../assistant/assistant.service.js';
+import { settingsFrom, type AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
 import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
@@ -268,14 +268,15 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     async send(accountId: string, id: string, content: string) {
       rejectBlank('body.content', content);
       // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
-      const [c, settings, transcript, triggered] = await Promise.all([
-        load(db, accountId, id),
-        assistant.settings(accountId),
+      const [c, transcript, triggered] = await Promise.all([
+        repo.findForReply(db, accountId, id),
         // Only the end of the transcript: the reply reads the last turns, not the whole conversation.
         repo.lastMessages(db, accountId, id, HISTORY_TURNS),
         workflows.matching(accountId, content),
       ]);
+      if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+      const settings = settingsFrom(c.assistant_settings);
       const history = transcript.map((m) => ({ role: m.role, content: m.content }));
 
       // The reply does not depend on the conversation's state; what does (escalating, asking for an email) is
@@ -299,7 +300,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
       } else {
         // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
-        reply = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona));
+        reply = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona), c.knowledge_version);
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
