@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
+import type { ExpressionBuilder, Kysely, QueryCreator, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
 import { sql } from 'kysely';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
@@ -51,8 +51,9 @@ export const chatRepository = {
   insertConversation(db: Conn, row: Selectable<ConversationsTable>) {
     return db.insertInto('conversations').values(row).execute();
   },
-  insertMessages(db: Conn, rows: MessagesTable[]) {
-    return db.insertInto('messages').values(rows).execute();
+  /** The insert itself (not run): the caller writes it with the messages' events. */
+  insertMessages(db: QueryCreator<DB>, rows: MessagesTable[]) {
+    return db.insertInto('messages').values(rows);
   },
   /** Every message of a conversation, in conversation order. */
   messages(db: Conn, accountId: string, conversationId: string) {

@@ -88,7 +88,8 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), workflow_id: workflowId, created_at: at, seq };
   }
 
-  async function emitMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
+  /** Inserts the messages and emits their events (one statement on PostgreSQL). */
+  async function insertMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
     await events.emitMany(
       trx,
       c.account_id,
@@ -104,6 +105,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
           timestamp: toIso(m.created_at),
         },
       })),
+      (db) => repo.insertMessages(db, rows),
     );
   }
 
@@ -250,7 +252,6 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       const greeting = assistantMessage(accountId, id, assistant.greetingText(speakingAs(settings, row.persona)), [], at, 1);
       return writeTransaction(db, async (trx) => {
         await repo.insertConversation(trx, row);
-        await repo.insertMessages(trx, [greeting]);
         await events.emit(trx, accountId, 'conversation.started', {
           conversationId: id,
           customerId,
@@ -258,7 +259,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
           persona: row.persona,
           metadata,
         });
-        await emitMessages(trx, row, [greeting]);
+        await insertMessages(trx, row, [greeting]);
         return { conversation: toConversation(row, [greeting]), messages: [toMessage(greeting)] };
       });
     },
@@ -362,8 +363,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
           id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at, seq: fresh.message_count - 1,
         };
         const assistantMsg = assistantMessage(accountId, id, text, sources, at, fresh.message_count, byWorkflow);
-        await repo.insertMessages(trx, [customerMsg, assistantMsg]);
-        await emitMessages(trx, fresh, [customerMsg, assistantMsg]);
+        await insertMessages(trx, fresh, [customerMsg, assistantMsg]);
         // A workflow reads its fields from everything the customer wrote (this message included, inserted above):
         // the whole transcript is read only when one fired.
         if (triggered.length > 0) await workflows.fire(trx, fresh, triggered, await repo.customerTexts(trx, accountId, id), at);

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { PostgresAdapter, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -41,8 +41,20 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
    * Several events of one account at once, in order: one insert for the events and one fan-out for their
    * deliveries, instead of a round trip pair per event (a chat exchange emits two messages at a time).
    */
-  async function emitMany(conn: Conn, accountId: string, items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>): Promise<EmittedEvent[]> {
-    if (items.length === 0) return [];
+  async function emitMany<T extends keyof DB>(
+    conn: Conn,
+    accountId: string,
+    items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>,
+    /**
+     * The change the events tell of, when it is an insert: on PostgreSQL it is written by the same statement as the
+     * events (a data-modifying WITH), a round trip fewer inside the caller's transaction; on SQLite just before them.
+     */
+    alongside?: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, T, InsertResult>,
+  ): Promise<EmittedEvent[]> {
+    if (items.length === 0) {
+      if (alongside) await alongside(conn).execute();
+      return [];
+    }
     const createdAt = opts.now();
     const emitted: EmittedEvent[] = items.map(({ kind, data }) => ({
       id: newId('evt', createdAt),
@@ -50,10 +62,13 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
       body: JSON.stringify({ event: kind, timestamp: toIso(createdAt), data }),
       createdAt,
     }));
-    await conn
-      .insertInto('events')
-      .values(emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt })))
-      .execute();
+    const rows = emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt }));
+    if (alongside && conn.getExecutor().adapter instanceof PostgresAdapter) {
+      await conn.with('alongside', alongside).insertInto('events').values(rows).execute();
+    } else {
+      if (alongside) await alongside(conn).execute();
+      await conn.insertInto('events').values(rows).execute();
+    }
     if (fanout) await fanout(conn, accountId, emitted);
     return emitted;
   }
