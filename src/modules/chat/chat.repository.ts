@@ -106,15 +106,35 @@ export const chatRepository = {
   },
   /**
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
-   * sends to the same conversation never lose one: the updated row, or undefined when it had ended meanwhile.
+   * sends to the same conversation never lose one: the updated row, or undefined when it had ended meanwhile —
+   * or, with `expect`, when it no longer is as the caller decided from (escalated or not, contact address, no
+   * message later than `at`). PostgreSQL re-checks the conditions on the row it waited for.
    */
-  recordExchange(db: Conn, accountId: string, id: string, e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number }) {
-    return chatRepository.updateOpen(db, accountId, id, (eb) => ({
-      message_count: eb('message_count', '+', 2),
-      answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
-      unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
-      last_message_at: e.at,
-    }));
+  recordExchange(
+    db: Conn,
+    accountId: string,
+    id: string,
+    e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number },
+    expect?: { escalated: boolean; customerEmail: string | null },
+  ) {
+    let q = db
+      .updateTable('conversations')
+      .set((eb) => ({
+        message_count: eb('message_count', '+', 2),
+        answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
+        unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
+        last_message_at: e.at,
+      }))
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .where('ended_at', 'is', null);
+    if (expect) {
+      q = q
+        .where('escalated_at', expect.escalated ? 'is not' : 'is', null)
+        .where('customer_email', expect.customerEmail === null ? 'is' : '=', expect.customerEmail)
+        .where('last_message_at', '<=', e.at);
+    }
+    return q.returningAll().executeTakeFirst();
   },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();

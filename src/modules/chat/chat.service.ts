@@ -306,28 +306,47 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
 
-      return writeTransaction(db, async (trx) => {
-        const cur = await repo.findLocked(trx, dialect, accountId, id);
-        if (!cur) throw notFound('conversation', id);
-        if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+      /** What the exchange does to the conversation, decided from its row as it stands. */
+      const decide = (cur: ConversationRow) => {
         const alreadyEscalated = cur.escalated_at !== null;
         // Once a person is involved, an email address the customer writes is their contact address — also one that
         // corrects the address given before — not a question for the knowledge base.
         const contactEmail = alreadyEscalated && email ? email : null;
-        const emailChanged = contactEmail !== null && contactEmail.toLowerCase() !== (cur.customer_email ?? '').toLowerCase();
         // The workflow's reply went out as is (not folded into the thank-you for contact details).
         const byWorkflow = replying && !contactEmail ? replying.id : null;
         // A workflow's reply handles the message as an answer from the knowledge base does.
         const answered = sources.length > 0 || byWorkflow !== null;
-        // Under the lock, so the conversation's messages never go back in time.
-        const at = Math.max(clock.now(), cur.last_message_at);
-        // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
-        const fresh = await repo.recordExchange(trx, accountId, id, {
+        return {
+          cur,
+          alreadyEscalated,
+          contactEmail,
+          emailChanged: contactEmail !== null && contactEmail.toLowerCase() !== (cur.customer_email ?? '').toLowerCase(),
+          byWorkflow,
           answered,
-          streak: reply.kind === 'no_answer' && !contactEmail ? 'increment' : answered ? 'reset' : 'keep',
-          at,
-        });
-        if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+          streak: reply.kind === 'no_answer' && !contactEmail ? ('increment' as const) : answered ? ('reset' as const) : ('keep' as const),
+          // The conversation's messages never go back in time.
+          at: Math.max(clock.now(), cur.last_message_at),
+        };
+      };
+
+      return writeTransaction(db, async (trx) => {
+        // Decided from the row read before the transaction, and written only if the row still agrees on what the
+        // decisions read (escalated or not, the contact address, no later message): the UPDATE checks it, waiting
+        // for any concurrent exchange on PostgreSQL. Nearly always it does, and the exchange costs no locking read.
+        // Otherwise it is decided again from the row read under lock (FOR UPDATE on PostgreSQL; SQLite has one
+        // writer), so concurrent messages cannot each escalate, or each miss the second unanswered question.
+        let d = decide(c);
+        // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
+        let fresh = await repo.recordExchange(trx, accountId, id, d, { escalated: d.alreadyEscalated, customerEmail: c.customer_email });
+        if (!fresh) {
+          const cur = await repo.findLocked(trx, dialect, accountId, id);
+          if (!cur) throw notFound('conversation', id);
+          if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+          d = decide(cur);
+          fresh = await repo.recordExchange(trx, accountId, id, d);
+          if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+        }
+        const { cur, alreadyEscalated, contactEmail, emailChanged, byWorkflow, at } = d;
 
         let escalateWith: string | null = null;
         if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
