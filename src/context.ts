@@ -1,8 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import { deliveriesChannel, listen } from './db/notify.js';
-import type { DB } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';
@@ -49,7 +48,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
       clock,
       retryDelaysMs: config.webhookRetryDelaysMs,
       onCreated: () => deliveries.kick(),
-      ...(channel ? { announce: (conn: Kysely<DB>) => sql`select pg_notify(${channel}, '')`.execute(conn) } : {}),
+      ...(channel ? { announce: sql`pg_notify(${channel}, '')` } : {}),
     }),
   });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.

@@ -1,4 +1,4 @@
-import { PostgresAdapter, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type Transaction } from 'kysely';
+import { PostgresAdapter, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { DB } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -28,8 +28,22 @@ export interface EmittedEvent {
   createdAt: number;
 }
 
-/** Creates the deliveries of events just emitted together (in order), inside the emitting transaction. */
-export type EventFanout = (conn: Conn, accountId: string, events: readonly EmittedEvent[]) => Promise<void>;
+/** An enabled webhook of the account, as the fan-out needs it. */
+export interface Subscriber {
+  id: string;
+  url: string;
+  secret: string;
+  /** JSON list of the kinds it subscribes to. */
+  events: string;
+}
+
+/** Turns events into webhook deliveries, inside the emitting transaction. */
+export interface EventFanout {
+  /** The account's enabled webhooks, as a query: on PostgreSQL the statement that inserts the events reads them. */
+  subscribers(db: QueryCreator<DB>, accountId: string): SelectQueryBuilder<DB, 'webhooks', Subscriber>;
+  /** Creates the deliveries of events just emitted together (in order) for those webhooks. */
+  deliver(conn: Conn, accountId: string, events: readonly EmittedEvent[], subscribers: readonly Subscriber[]): Promise<void>;
+}
 
 /**
  * The transactional outbox: emit() must be called with the transaction of the change that caused the event,
@@ -47,7 +61,7 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
     items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>,
     /**
      * The change the events tell of, when it is an insert: on PostgreSQL it is written by the same statement as the
-     * events (a data-modifying WITH), a round trip fewer inside the caller's transaction; on SQLite just before them.
+     * events, a round trip fewer inside the caller's transaction; on SQLite just before them.
      */
     alongside?: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, T, InsertResult>,
   ): Promise<EmittedEvent[]> {
@@ -63,13 +77,21 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
       createdAt,
     }));
     const rows = emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt }));
-    if (alongside && conn.getExecutor().adapter instanceof PostgresAdapter) {
-      await conn.with('alongside', alongside).insertInto('events').values(rows).execute();
+    let subscribers: Subscriber[] | undefined;
+    if (conn.getExecutor().adapter instanceof PostgresAdapter) {
+      // One statement: the change, the events and the read of the webhooks to deliver them to (data-modifying WITHs
+      // run once and in full whether or not the main query reads them; the read sees the statement's snapshot, as
+      // a SELECT of its own would).
+      const withChange = (alongside ? conn.with('alongside', alongside) : conn) as QueryCreator<DB>;
+      const all = withChange.with('emitted', (db) => db.insertInto('events').values(rows)) as unknown as QueryCreator<DB>;
+      if (fanout) subscribers = await fanout.subscribers(all, accountId).execute();
+      else await all.selectNoFrom((eb) => eb.lit(1).as('done')).execute();
     } else {
       if (alongside) await alongside(conn).execute();
       await conn.insertInto('events').values(rows).execute();
+      if (fanout) subscribers = await fanout.subscribers(conn, accountId).execute();
     }
-    if (fanout) await fanout(conn, accountId, emitted);
+    if (fanout && subscribers) await fanout.deliver(conn, accountId, emitted, subscribers);
     return emitted;
   }
   return {

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, QueryCreator, Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
 
@@ -12,8 +12,9 @@ export const webhooksRepository = {
     return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   },
   /** The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). */
-  listEnabled(db: Conn, accountId: string) {
-    return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'events']).where('account_id', '=', accountId).where('enabled', '=', 1).execute();
+  /** The account's enabled webhooks (the query, not run: the event bus may read it in a larger statement). */
+  enabled(db: QueryCreator<DB>, accountId: string) {
+    return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'events']).where('account_id', '=', accountId).where('enabled', '=', 1);
   },
   insert(db: Conn, row: WebhooksTable) {
     return db.insertInto('webhooks').values(row).execute();
@@ -41,8 +42,9 @@ export const webhooksRepository = {
 };
 
 export const deliveriesRepository = {
-  insertMany(db: Conn, rows: DeliveriesTable[]) {
-    return db.insertInto('deliveries').values(rows).execute();
+  /** The insert (not run: the fan-out may run it in a larger statement). */
+  insertQuery(db: QueryCreator<DB>, rows: DeliveriesTable[]) {
+    return db.insertInto('deliveries').values(rows);
   },
   async cancelPending(db: Conn, accountId: string, webhookId: string, now: number) {
     const r = await db

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
@@ -65,41 +65,53 @@ export function createFanout(opts: {
   retryDelaysMs: readonly number[];
   /** Wakes this process's worker. */
   onCreated?: () => void;
-  /** Announces the new deliveries to workers in other processes, inside the transaction (delivered at commit). */
-  announce?: (conn: Kysely<DB>) => Promise<unknown>;
+  /**
+   * PostgreSQL: the expression that announces new deliveries to workers in other processes (pg_notify, delivered at
+   * commit); it is selected by the statement that inserts them.
+   */
+  announce?: RawBuilder<unknown>;
 }): EventFanout {
-  return async (conn, accountId, events) => {
-    const hooks = await repo.listEnabled(conn, accountId);
-    const now = opts.clock.now();
-    const rows: DeliveriesTable[] = [];
-    const subscribed = hooks.map((h) => ({ h, kinds: new Set(JSON.parse(h.events) as string[]) }));
-    for (const event of events) {
-      for (const { h, kinds } of subscribed) {
-        if (!kinds.has(event.kind)) continue;
-        rows.push({
-          id: newId('dlv', now),
-          account_id: accountId,
-          webhook_id: h.id,
-          event_id: event.id,
-          event: event.kind,
-          url: h.url,
-          secret: h.secret,
-          body: event.body,
-          status: 'pending',
-          attempt_count: 0,
-          auto_attempts: 0,
-          next_attempt_at: event.createdAt + initialDelay(opts.retryDelaysMs),
-          lease_owner: null,
-          lease_expires_at: null,
-          created_at: now,
-          updated_at: now,
-        });
+  return {
+    subscribers: (db, accountId) => repo.enabled(db, accountId),
+    async deliver(conn, accountId, events, hooks) {
+      const now = opts.clock.now();
+      const rows: DeliveriesTable[] = [];
+      const subscribed = hooks.map((h) => ({ h, kinds: new Set(JSON.parse(h.events) as string[]) }));
+      for (const event of events) {
+        for (const { h, kinds } of subscribed) {
+          if (!kinds.has(event.kind)) continue;
+          rows.push({
+            id: newId('dlv', now),
+            account_id: accountId,
+            webhook_id: h.id,
+            event_id: event.id,
+            event: event.kind,
+            url: h.url,
+            secret: h.secret,
+            body: event.body,
+            status: 'pending',
+            attempt_count: 0,
+            auto_attempts: 0,
+            next_attempt_at: event.createdAt + initialDelay(opts.retryDelaysMs),
+            lease_owner: null,
+            lease_expires_at: null,
+            created_at: now,
+            updated_at: now,
+          });
+        }
       }
-    }
-    if (rows.length === 0) return;
-    await deliveriesRepository.insertMany(conn, rows);
-    await opts.announce?.(conn);
-    opts.onCreated?.();
+      if (rows.length === 0) return;
+      if (opts.announce) {
+        const announce = opts.announce;
+        await conn
+          .with('created', (db) => deliveriesRepository.insertQuery(db, rows))
+          .selectNoFrom(() => announce.as('announced'))
+          .execute();
+      } else {
+        await deliveriesRepository.insertQuery(conn, rows).execute();
+      }
+      opts.onCreated?.();
+    },
   };
 }
 
@@ -232,7 +244,7 @@ export function createWebhooksService(
       const now = clock.now();
       const body = JSON.stringify({ event: 'test', timestamp: toIso(now), data: { message: message ?? 'This is a test delivery from Parley.' } });
       const deliveryId = newId('dlv', now);
-      await writeTransaction(db, (trx) => deliveriesRepository.insertMany(trx, [
+      await writeTransaction(db, (trx) => deliveriesRepository.insertQuery(trx, [
         {
           id: deliveryId,
           account_id: accountId,
@@ -251,7 +263,7 @@ export function createWebhooksService(
           created_at: now,
           updated_at: now,
         },
-      ]));
+      ]).execute());
       const lease = await engine.acquire(deliveryId);
       if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
       await engine.attempt(lease.d, 'test', lease.leaseOwner);
