@@ -14,6 +14,7 @@ import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/schemas.js';
+import { pageLimit } from './db/pagination.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
 import { chatRoutes } from './modules/chat/chat.routes.js';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
@@ -273,7 +274,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     async (v1) => {
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       v1.get('/health', { schema: { hide: true } }, async () => {
-        await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
+        await ctx.db.selectFrom('accounts').select('id').limit(pageLimit(1)).execute();
         return { success: true, data: { status: 'ok' } };
       });
       await v1.register(documentsRoutes(ctx));

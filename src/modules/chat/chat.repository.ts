@@ -148,7 +148,7 @@ export const chatRepository = {
       .where('ended_at', 'is', null)
       .where('last_message_at', '<', before)
       .orderBy('last_message_at')
-      .limit(limit)
+      .limit(pageLimit(limit))
       .execute();
   },
 };

@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import { sql, type Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DialectName } from '../../db/database.js';
+import { pageLimit } from '../../db/pagination.js';
 import type { DB, DeliveriesTable } from '../../db/schema.js';
 import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
 import type { Clock } from '../../lib/clock.js';
@@ -85,7 +86,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where('d.next_attempt_at', '<=', now)
       .where(sql<boolean>`w.enabled = 1`)
       .orderBy('d.next_attempt_at')
-      .limit(limit);
+      .limit(pageLimit(limit));
     if (saturated.length) due = due.where('d.webhook_id', 'not in', saturated);
     if (dialect === 'postgres') due = due.forUpdate(['d']).skipLocked();
     return db
