@@ -33,9 +33,6 @@ export function createInflight() {
         settleIfIdle();
       });
     },
-    get running() {
-      return running;
-    },
     /** Resolves once nothing is running (at once when nothing is). */
     drained(): Promise<void> {
       return new Promise((resolve) => {

@@ -14,8 +14,10 @@ const bumpKnowledge = precompile((db, accountId: string, shard: number) =>
     .values({ account_id: accountId, shard, n: 1 })
     .onConflict((oc) => oc.columns(['account_id', 'shard']).doUpdateSet((eb) => ({ n: eb('knowledge_versions.n', '+', 1) }))),
 );
+/** An account's knowledge version, selected from its knowledge_versions rows: their sum. */
+export const KNOWLEDGE_VERSION = sql<number>`coalesce(sum(n), 0)`;
 const readKnowledge = precompile((db, accountId: string) =>
-  db.selectFrom('knowledge_versions').select(sql<number>`coalesce(sum(n), 0)`.as('v')).where('account_id', '=', accountId),
+  db.selectFrom('knowledge_versions').select(KNOWLEDGE_VERSION.as('v')).where('account_id', '=', accountId),
 );
 
 /**

@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, Kysely, QueryCreator, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
-import { sql } from 'kysely';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
+import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
 import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 
@@ -19,7 +19,7 @@ const inOrder = <Q extends SelectQueryBuilder<DB, 'messages', object>>(q: Q, dir
 
 /**
  * A conversation with what a reply needs of its account: the assistant settings and the knowledge version (the sum
- * of the account's counter rows, accounts.repository.ts). One query where there were three: on PostgreSQL each
+ * of the account's counter rows). One query where there were three: on PostgreSQL each
  * statement is a socket write and a read, which are most of a message's cost. Built once per dialect.
  */
 const findForReply = precompile((db, accountId: string, id: string) =>
@@ -31,7 +31,7 @@ const findForReply = precompile((db, accountId: string, id: string) =>
     .select((eb) =>
       eb
         .selectFrom('knowledge_versions')
-        .select(sql<number>`coalesce(sum(n), 0)`.as('v'))
+        .select(KNOWLEDGE_VERSION.as('v'))
         .whereRef('knowledge_versions.account_id', '=', 'conversations.account_id')
         .as('knowledge_version'),
     )

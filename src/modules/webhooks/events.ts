@@ -1,5 +1,5 @@
 import { PostgresAdapter, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction } from 'kysely';
-import type { DB } from '../../db/schema.js';
+import type { DB, WebhooksTable } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 
@@ -28,14 +28,8 @@ export interface EmittedEvent {
   createdAt: number;
 }
 
-/** An enabled webhook of the account, as the fan-out needs it. */
-export interface Subscriber {
-  id: string;
-  url: string;
-  secret: string;
-  /** JSON list of the kinds it subscribes to. */
-  events: string;
-}
+/** An enabled webhook of the account, as the fan-out needs it (`events`: the JSON list of kinds it subscribes to). */
+export type Subscriber = Pick<WebhooksTable, 'id' | 'url' | 'secret' | 'events'>;
 
 /** Turns events into webhook deliveries, inside the emitting transaction. */
 export interface EventFanout {

@@ -325,10 +325,13 @@ for (const dialect of DIALECTS) {
         await t.request('PUT', `/v1/webhooks/${id}`, { key: t.key, body: { enabled: false } });
         release!();
         await waitFor(() => engine.inFlight === 0, 'drained');
-        await sleep(50);
+        // The send's slot is freed before its record commits (delivery.ts): wait for the record, not a fixed time.
+        const rows = await waitFor(async () => {
+          const all = await t.ctx.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).where('webhook_id', '=', id).execute();
+          return all.every((x) => x.lease_owner === null) ? all : null;
+        }, 'both leases released');
         assert.equal(slow.received.length, 1, 'the queued one was not sent');
         // Both were due at the same moment, so either may have gone first: the one received succeeded.
-        const rows = await t.ctx.db.selectFrom('deliveries').select(['id', 'status', 'lease_owner']).where('webhook_id', '=', id).execute();
         const sentId = slow.received[0]!.headers['x-service-delivery-id'];
         assert.deepEqual(rows.map((x) => [x.id === sentId, x.status]).sort(), [[false, 'cancelled'], [true, 'succeeded']]);
         assert.ok(rows.every((x) => x.lease_owner === null));
