@@ -25,13 +25,15 @@ export function createInflight() {
   }
 
   return {
-    /** Counts `work` as running until it settles; answers it unchanged. */
+    /** Counts `work` as running until it settles; answers it unchanged (its rejection stays the caller's to handle). */
     track<T>(work: Promise<T>): Promise<T> {
       running++;
-      return work.finally(() => {
+      const leave = () => {
         running--;
         settleIfIdle();
-      });
+      };
+      work.then(leave, leave);
+      return work;
     },
     /** Resolves once nothing is running (at once when nothing is). */
     drained(): Promise<void> {
