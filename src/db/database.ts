@@ -46,10 +46,11 @@ const statementNumbers = new Map<string, number>();
 const MAX_NAMED_STATEMENTS = 256;
 
 /**
- * Queries with parameters run as named prepared statements: PostgreSQL parses and plans each once per connection
- * instead of on every run. That was over a third of its CPU per chat message (small, indexed statements;
- * BENCHMARKS.md). Kysely binds every value, so a query shape has one text; past MAX_NAMED_STATEMENTS shapes (long
- * IN lists, many-row inserts) queries run unnamed as before.
+ * Queries with parameters run as named prepared statements: PostgreSQL parses each once per connection instead
+ * of on every run (each run is still planned for its values: plan_cache_mode, where the pool connects). Parsing was
+ * a large share of its CPU per chat message, whose statements are small and indexed (BENCHMARKS.md). Kysely binds
+ * every value, so a query shape has one text; past MAX_NAMED_STATEMENTS shapes (long IN lists, many-row inserts)
+ * queries run unnamed as before.
  *
  * A prepared statement can go wrong under the connection: its table changed shape (another node's migration:
  * "cached plan must not change result type"), or a pooler in front of PostgreSQL dropped or shares statements
@@ -207,6 +208,11 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   pool.on('connect', (client) => {
     client.on('error', lost);
     namePreparedStatements(client);
+    // Named statements would let PostgreSQL switch to a generic plan after five runs, which can be the wrong plan for
+    // an account much bigger or smaller than the rest (analytics over a 10% account). Every run is planned for its
+    // values, as unnamed statements always were; only parsing is saved. Sent first, before any query of the
+    // connection; a server older than 12 (no such setting) just keeps its default.
+    client.query('SET plan_cache_mode = force_custom_plan').catch(() => undefined);
     armQueryDeadline(client, () => queryTimeoutMs);
   });
   pool.on('error', () => undefined); // an idle client's error, already reported by the client's own listener

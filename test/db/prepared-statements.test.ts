@@ -25,6 +25,9 @@ for (const dialect of DIALECTS) {
           (await sql<{ name: string }>`select name from pg_prepared_statements where statement = 'select * from "accounts" where "id" = $1'`.execute(conn)).rows.map((r) => r.name);
         assert.equal((await find()).name, 'A');
         assert.equal((await find()).name, 'A');
+        // Planned for its values at every run, as an unnamed statement is: a generic plan could suit one account
+        // and not another.
+        assert.equal((await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(conn)).rows[0]?.plan_cache_mode, 'force_custom_plan');
         const names = await prepared();
         assert.equal(names.length, 1, `one statement prepared for two runs: ${names.join(', ')}`);
 
