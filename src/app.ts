@@ -11,7 +11,7 @@ import { registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
-import { registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
+import { hooksOf, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/schemas.js';
 import { pageLimit } from './db/pagination.js';
@@ -212,8 +212,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     const schema = route.schema as { hide?: boolean; querystring?: unknown; body?: unknown } | undefined;
     if (!schema || schema.hide) return;
     if (schema.querystring === undefined) schema.querystring = NoQuery;
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (schema.body === undefined && methods.some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
+    if (schema.body === undefined && hooksOf(route.method).some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
   });
   // After the hook above: a route given NoBody there takes no body at all, so it gets the optional-body hook too.
   registerOptionalBody(app);
@@ -233,8 +232,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   // out: they lose nothing if cut short, and counting them cost a GET ~7% more CPU (bench/http).
   const inflight = createInflight();
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    if (hooksOf(route.method).every((m) => m === 'GET' || m === 'HEAD')) return;
     const handler = route.handler;
     route.handler = function (req, reply) {
       const out = handler.call(this, req, reply);

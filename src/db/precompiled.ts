@@ -128,6 +128,7 @@ export function precompileRows<const C extends readonly string[], A extends unkn
     }
   });
   const raw = new WeakMap<Template<O>, CompiledQuery<O>>();
+  const asTuples = (rows: readonly unknown[]) => rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);
   return async function execute(db: Conn, ...args: A): Promise<Array<RowOf<O, C>>> {
     const t = template(db);
     if (t.sqlite) {
@@ -137,9 +138,8 @@ export function precompileRows<const C extends readonly string[], A extends unkn
       const rows = directReads.get(db)?.(compiled.sql, parameters) ?? (await db.executeQuery<unknown>({ ...compiled, parameters })).rows;
       // A better-sqlite3 handle opened without database.ts's statement cache answers objects: read them in order.
       if (rows.length === 0 || Array.isArray(rows[0])) return rows as Array<RowOf<O, C>>;
-      return rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);
+      return asTuples(rows);
     }
-    const { rows } = await db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) });
-    return rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]) as RowOf<O, C>);
+    return asTuples((await db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) })).rows);
   };
 }

@@ -79,13 +79,27 @@ export const chatRepository = {
     return (dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
   },
   /**
-   * Updates a conversation that is still open — and, with `idleBefore`, still idle: the condition is part of the
-   * UPDATE, so a message committed meanwhile (PostgreSQL re-checks the row it waited for) keeps it open. Answers
-   * the updated row, or undefined when the conditions no longer held (the caller's transaction then rolls back).
+   * Updates a conversation that is still open, and still as the caller decided from: with `idleBefore`, idle since
+   * then; with `expect`, escalated or not, with that contact address and no message after `lastAt`. The conditions
+   * are part of the UPDATE, so a change committed meanwhile (PostgreSQL re-checks the row it waited for) makes it
+   * miss. Answers the updated row, or undefined when the conditions no longer held.
    */
-  updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch, idleBefore?: number) {
+  updateOpen(
+    db: Conn,
+    accountId: string,
+    id: string,
+    patch: ConversationPatch,
+    cond: { idleBefore?: number; expect?: { escalated: boolean; customerEmail: string | null; lastAt: number } } = {},
+  ) {
     let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);
-    if (idleBefore !== undefined) q = q.where('last_message_at', '<', idleBefore);
+    if (cond.idleBefore !== undefined) q = q.where('last_message_at', '<', cond.idleBefore);
+    const e = cond.expect;
+    if (e) {
+      q = q
+        .where('escalated_at', e.escalated ? 'is not' : 'is', null)
+        .where('customer_email', e.customerEmail === null ? 'is' : '=', e.customerEmail)
+        .where('last_message_at', '<=', e.lastAt);
+    }
     return q.returningAll().executeTakeFirst();
   },
   /**
@@ -108,7 +122,7 @@ export const chatRepository = {
    * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
    * sends to the same conversation never lose one: the updated row, or undefined when it had ended meanwhile —
    * or, with `expect`, when it no longer is as the caller decided from (escalated or not, contact address, no
-   * message later than `at`). PostgreSQL re-checks the conditions on the row it waited for.
+   * message later than `at`).
    */
   recordExchange(
     db: Conn,
@@ -117,24 +131,13 @@ export const chatRepository = {
     e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number },
     expect?: { escalated: boolean; customerEmail: string | null },
   ) {
-    let q = db
-      .updateTable('conversations')
-      .set((eb) => ({
-        message_count: eb('message_count', '+', 2),
-        answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
-        unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
-        last_message_at: e.at,
-      }))
-      .where('account_id', '=', accountId)
-      .where('id', '=', id)
-      .where('ended_at', 'is', null);
-    if (expect) {
-      q = q
-        .where('escalated_at', expect.escalated ? 'is not' : 'is', null)
-        .where('customer_email', expect.customerEmail === null ? 'is' : '=', expect.customerEmail)
-        .where('last_message_at', '<=', e.at);
-    }
-    return q.returningAll().executeTakeFirst();
+    const patch: ConversationPatch = (eb) => ({
+      message_count: eb('message_count', '+', 2),
+      answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
+      unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
+      last_message_at: e.at,
+    });
+    return chatRepository.updateOpen(db, accountId, id, patch, expect ? { expect: { ...expect, lastAt: e.at } } : {});
   },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();

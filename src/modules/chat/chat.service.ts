@@ -203,7 +203,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         ended_at: at,
         tags: JSON.stringify(tags),
         topic,
-      }, idleBefore);
+      }, { idleBefore });
       if (ok) {
         await events.emit(trx, accountId, 'conversation.ended', {
           conversationId: id,

@@ -11,8 +11,10 @@ export const webhooksRepository = {
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
   },
-  /** The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). */
-  /** The account's enabled webhooks (the query, not run: the event bus may read it in a larger statement). */
+  /**
+   * The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). The
+   * query, not run: the event bus may read it in a larger statement.
+   */
   enabled(db: QueryCreator<DB>, accountId: string) {
     return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'events']).where('account_id', '=', accountId).where('enabled', '=', 1);
   },

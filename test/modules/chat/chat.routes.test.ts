@@ -160,7 +160,7 @@ for (const dialect of DIALECTS) {
       assert.equal(g.body.data.conversation.status, 'active');
       assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'hello?' } })).status, 200);
       // The UPDATE itself carries the condition (a concurrent commit on PostgreSQL is re-checked there)
-      const updated = await chatRepository.updateOpen(t.ctx.db, accountId, id, { status: 'ended', ended_at: t.clock.now() }, before);
+      const updated = await chatRepository.updateOpen(t.ctx.db, accountId, id, { status: 'ended', ended_at: t.clock.now() }, { idleBefore: before });
       assert.equal(updated, undefined);
     });
 
