@@ -1,12 +1,15 @@
 /**
  * Webhook delivery throughput and latency, emit → 2xx at a fast local receiver, beside the raw rate of the
- * same POSTs sent straight with undici. Run: node --import tsx bench/webhooks/bench.ts [sqlite|postgres-url]
+ * same POSTs sent straight with undici. Run: node --import tsx bench/webhooks/bench.ts [sqlite|postgres|URL]
+ * (`postgres`: a new schema in the local test database, dropped afterwards).
  */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { Agent } from 'undici';
 import { loadConfig } from '../../src/config.js';
 import { createContext } from '../../src/context.js';
@@ -25,10 +28,29 @@ const pct = (xs: number[], p: number) => {
 
 // BENCH_EMITTERS=50 emits from 50 concurrent writers (requests in flight), whose commits SQLite then shares.
 const EMITTERS = Number(process.env.BENCH_EMITTERS ?? 1);
+// BENCH_WORKER=process runs the deliveries in a separate `parley worker` process on the same database (run
+// `npm run build` first), as an operator would to give them their own CPU; default: in this process, as
+// `parley serve` runs them.
+const SPLIT = process.env.BENCH_WORKER === 'process';
+// BENCH_HOOKS=1 runs only the one-webhook case (default: 1 and 20).
+const HOOKS = (process.env.BENCH_HOOKS ?? '1,20').split(',').map(Number);
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
-  const url = process.argv[2] && process.argv[2] !== 'sqlite' ? process.argv[2] : `sqlite:${join(dir, 'bench.db')}`;
+  const arg = process.argv[2] ?? 'sqlite';
+  const pgBase = 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = arg === 'postgres' ? `bench_webhooks_${Date.now()}` : null;
+  const admin = async (statement: string) => {
+    const c = new pg.Client({ connectionString: pgBase });
+    await c.connect();
+    await c.query(statement).finally(() => c.end());
+  };
+  if (schema) await admin(`CREATE SCHEMA ${schema}`);
+  const url = schema
+    ? `${pgBase}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
+    : arg !== 'sqlite'
+      ? arg
+      : `sqlite:${join(dir, 'bench.db')}`;
   // SQLITE_SYNCHRONOUS=normal compares the two durability settings (default full, as the service runs).
   const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error', SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS });
   const database = openDatabase(url, { poolSize: 20, sqliteSynchronous: config.sqliteSynchronous });
@@ -66,13 +88,19 @@ async function main() {
       onReceived();
     });
 
-  const worker = createWorker(workerTasks(ctx), { info() {}, warn: (o) => console.error(o), error: (o) => console.error(o) });
-  worker.start();
+  const worker = SPLIT ? null : createWorker(workerTasks(ctx), { info() {}, warn: (o) => console.error(o), error: (o) => console.error(o) });
+  worker?.start();
+  const child = SPLIT
+    ? spawn(process.execPath, [join(import.meta.dirname, '../../bin/parley.js'), 'worker'], {
+        env: { ...process.env, DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      })
+    : null;
 
   const results: Record<string, unknown>[] = [];
   const sampleBody = JSON.stringify({ event: 'conversation.message', timestamp: new Date().toISOString(), data: { conversationId: 'conv_x', content: 'x'.repeat(200) } });
 
-  for (const hooks of [1, 20]) {
+  for (const hooks of HOOKS) {
     const acct = await ctx.services.accounts.createAccount({ name: `bench ${hooks}`, plan: 'enterprise', rateLimitMinute: 1e6, rateLimitDay: 1e9 });
     for (let i = 0; i < hooks; i++) {
       await ctx.services.webhooks.create(acct.id, { url: `${base}/h${i}`, events: ['conversation.message'], secret: 'bench-secret-123' });
@@ -83,6 +111,7 @@ async function main() {
     received = 0;
     firstArrival.clear();
     const t0 = now();
+    const cpu0 = process.cpuUsage();
     // Emitted as the API emits: each event in its own write transaction (writeTransaction, group-committed on
     // SQLite), from EMITTERS concurrent writers, like that many requests in flight (1: one after another).
     let nextEvent = 0;
@@ -95,8 +124,10 @@ async function main() {
       }),
     );
     const emitted = now();
+    const receivedWhileEmitting = received;
     await untilReceived(total);
     const t1 = now();
+    const cpu = process.cpuUsage(cpu0);
     // Latency: paced emits (200/s), emit → first attempt arriving.
     const lat: number[] = [];
     const paced = 200;
@@ -132,21 +163,33 @@ async function main() {
       webhooks: hooks,
       deliveries: total,
       emitters: EMITTERS,
+      worker: SPLIT ? 'process' : 'in-process',
       emitSeconds: +((emitted - t0) / 1000).toFixed(2),
       deliveriesPerSecond: Math.round(rate),
+      // Split at the end of the emits: while the emitters ran, and draining the backlog after them.
+      whileEmittingPerSecond: Math.round(receivedWhileEmitting / ((emitted - t0) / 1000)),
+      drainPerSecond: Math.round((total - receivedWhileEmitting) / ((t1 - emitted) / 1000)),
       rawUndiciPerSecond: Math.round(raw),
       ratioToRaw: +(rate / raw).toFixed(2),
+      // CPU time of this process (emitters, receiver and, unless BENCH_WORKER=process, the worker) per delivery:
+      // steadier than the rates on a shared machine.
+      cpuUsPerDelivery: Math.round((cpu.user + cpu.system) / total),
       latencyP50Ms: +pct(lat, 50).toFixed(1),
       latencyP99Ms: +pct(lat, 99).toFixed(1),
     });
     console.log(JSON.stringify(results.at(-1)));
   }
 
-  await worker.stop();
+  await worker?.stop();
+  if (child) {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
   await ctx.deliveries.close();
   server.closeAllConnections();
   server.close();
   await database.close();
+  if (schema) await admin(`DROP SCHEMA ${schema} CASCADE`);
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -60,3 +60,36 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+// The worker's finished attempts wait a few milliseconds to be recorded together (delivery.ts, `record`). A worker
+// stopped in that window must still record every attempt it made: unrecorded, they would be sent again.
+for (const dialect of DIALECTS) {
+  describe(`webhook deliveries: stopping right after a burst (${dialect})`, () => {
+    const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h' } });
+    let rx: TestServer;
+    before(async () => {
+      rx = await startServer((_req, res) => void res.writeHead(200).end('ok'));
+      t.beforeClose(() => rx.close());
+    });
+
+    test('stop() as the last answer arrives: every attempt is recorded, nothing is left pending or leased', async () => {
+      const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/burst`, events: ['conversation.started'], secret: 'whsec_load_test' } });
+      assert.equal(r.status, 201);
+      await t.ctx.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 100; i++) await t.ctx.events.emit(trx, t.accountId, 'conversation.started', { conversationId: `conv_${i}`, customerId: `c${i}` });
+      });
+      const worker = startWorker(t);
+      await waitFor(() => rx.received.length >= 100, 'every delivery received', 30_000);
+      await worker.stop();
+      const rows = await t.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count', 'lease_owner']).execute();
+      assert.equal(rows.length, 100);
+      assert.deepEqual(
+        rows.filter((d) => d.status !== 'succeeded' || d.attempt_count !== 1 || d.lease_owner !== null),
+        [],
+        'every delivery succeeded with one recorded attempt and no lease',
+      );
+      const attempts = await t.ctx.db.selectFrom('delivery_attempts').select('delivery_id').execute();
+      assert.equal(attempts.length, 100);
+    });
+  });
+}
