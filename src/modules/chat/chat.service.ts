@@ -210,7 +210,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
           customerId: c.customer_id,
           status: outcome,
           messageCount: c.message_count,
-          duration: Math.round((at - c.created_at) / 1000),
+          // Ended for idleness: the conversation lasted until its last message. Counting the idle wait would add
+          // CONVERSATION_IDLE_TIMEOUT to every conversation a customer simply left. `endedAt` stays the time it
+          // was ended, so a period's figures do not change after the period.
+          duration: Math.round(((idleBefore !== undefined ? c.last_message_at : at) - c.created_at) / 1000),
           tags,
         });
       }

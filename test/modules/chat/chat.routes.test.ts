@@ -146,6 +146,25 @@ for (const dialect of DIALECTS) {
       assert.equal(g.body.data.conversation.outcome, 'unresolved');
     });
 
+    test('an idle-ended conversation lasted until its last message; endedAt is when the worker ended it', async () => {
+      const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
+      const id = s.body.data.conversation.id;
+      const clock = t.clock as FakeClock;
+      clock.advance(125_000);
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'how do I track my order' } })).status, 200);
+      clock.advance(31 * 60_000);
+      const sweptAt = clock.now();
+      const sweeper = workerTasks(t.ctx).find((x) => x.name === 'conversation-idle-sweeper')!;
+      await sweeper.run(new AbortController().signal);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
+      assert.equal(g.body.data.conversation.status, 'ended');
+      assert.equal(g.body.data.conversation.endedAt, new Date(sweptAt).toISOString());
+      const ended = await t.ctx.db.selectFrom('events').select('payload').where('kind', '=', 'conversation.ended').execute();
+      const mine = ended.map((e) => (JSON.parse(e.payload) as { data: { conversationId: string; duration: number } }).data).filter((d) => d.conversationId === id);
+      assert.equal(mine.length, 1);
+      assert.equal(mine[0]!.duration, 125, 'from the start to the last message, without the idle wait');
+    });
+
     test('a conversation a message reached after the sweeper listed it stays open', async () => {
       const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: {} });
       const id = s.body.data.conversation.id;
