@@ -26,8 +26,10 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
 
-// BENCH_EMITTERS=50 emits from 50 concurrent writers (requests in flight), whose commits SQLite then shares.
-const EMITTERS = Number(process.env.BENCH_EMITTERS ?? 1);
+// Events come from 50 concurrent writers by default, as from that many API requests in flight, whose commits SQLite
+// shares. BENCH_EMITTERS=1 emits one after another: then each emit waits for its own sync (~1 ms with
+// synchronous=FULL) and the emitter, not the deliveries, sets the rate.
+const EMITTERS = Number(process.env.BENCH_EMITTERS ?? 50);
 // BENCH_WORKER=process runs the deliveries in a separate `parley worker` process on the same database (run
 // `npm run build` first), as an operator would to give them their own CPU; default: in this process, as
 // `parley serve` runs them.
