@@ -26,7 +26,7 @@ export interface Config {
 const MAX_TIMER_MS = 500 * 3_600_000;
 
 /** Error messages end up in logs and terminals: a URL's password never does. */
-function withoutPassword(url: string): string {
+export function withoutPassword(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
 }
 

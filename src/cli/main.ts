@@ -4,7 +4,8 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { BackupError, backupSqlite } from '../db/backup.js';
-import { migrateToLatest, openDatabase, sqliteFileOf } from '../db/database.js';
+import { sqliteFileOf } from '../db/database.js';
+import { openMigrated } from './database.js';
 import { systemClock } from '../lib/clock.js';
 import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
 import { verifyDelivery } from '../modules/webhooks/signing.js';
@@ -55,9 +56,8 @@ function intFlag(name: string, v: string | undefined): number | undefined {
 }
 
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const { database } = await openMigrated(config);
   try {
-    await migrateToLatest(database.db, database.schema);
     return await fn(createContext(config, database, systemClock));
   } finally {
     await database.close();
@@ -119,13 +119,9 @@ export async function main(argv: string[]): Promise<number> {
       await (await import('./serve.js')).runWorker(config, { json });
       return 0;
     case 'migrate': {
-      const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-      try {
-        const applied = await migrateToLatest(database.db, database.schema);
-        out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-      } finally {
-        await database.close();
-      }
+      const { database, applied } = await openMigrated(config);
+      await database.close();
+      out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
       return 0;
     }
     case 'init':

@@ -2,15 +2,11 @@ import type { Config } from '../config.js';
 import { buildApp } from '../app.js';
 import { createContext } from '../context.js';
 import { createLogger, type Logger } from '../lib/log.js';
-import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
 import { createWorker } from '../worker/worker.js';
 
-/** A start-up failure the operator can fix (a port in use, an address not on this machine). */
-export class StartupError extends Error {
-  override name = 'StartupError';
-}
+import { openMigrated, StartupError } from './database.js';
 
 function listenProblem(err: NodeJS.ErrnoException, config: Config): string {
   const where = `${config.host}:${config.port} (HOST, PORT)`;
@@ -69,11 +65,9 @@ function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
  * queries bounded by DATABASE_QUERY_TIMEOUT once the migrations (which may take longer) are done.
  */
 async function openFor(config: Config, log: Logger) {
-  const database = openDatabase(config.databaseUrl, {
-    sqliteSynchronous: config.sqliteSynchronous,
+  const { database } = await openMigrated(config, {
     onConnectionError: (err) => log.warn({ err: err.message }, 'PostgreSQL connection lost; the pool opens a new one on next use'),
   });
-  await migrateToLatest(database.db, database.schema);
   database.setQueryTimeout(config.databaseQueryTimeoutMs);
   return database;
 }

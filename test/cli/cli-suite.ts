@@ -450,6 +450,29 @@ export function cliConfigSuite() {
       assert.doesNotMatch(db.stderr + redis.stderr, /Sup3rSecret|R3disPw/);
     });
 
+    test('a database that cannot be opened is named, without its password, with the reason, and the command exits', async () => {
+      const refused = createServer(() => undefined);
+      await new Promise<void>((r) => refused.listen(0, '127.0.0.1', r));
+      const port = (refused.address() as AddressInfo).port;
+      await new Promise<void>((r) => refused.close(() => r())); // a port nothing listens on
+      const dir = mkdtempSync(join(tmpdir(), 'parley-cli-'));
+      const notADirectory = join(dir, 'a-file');
+      writeFileSync(notADirectory, '');
+      const [serve, migrate, file] = await Promise.all([
+        cli(['serve'], { DATABASE_URL: `postgres://app:Sup3rSecret@127.0.0.1:${port}/test`, PORT: '0', LOG_LEVEL: 'silent' }),
+        cli(['migrate'], { DATABASE_URL: `${PG_URL.replace(/\/[^/?]*(\?.*)?$/, '')}/no_such_database_here` }),
+        cli(['accounts', 'list', '--json'], { DATABASE_URL: `sqlite:${notADirectory}/sub/parley.db` }),
+      ]);
+      assert.equal(serve.code, 1);
+      assert.match(serve.stderr, new RegExp(`cannot open the database postgres://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}/test \\(DATABASE_URL\\): connect ECONNREFUSED`));
+      assert.equal(migrate.code, 1);
+      assert.match(migrate.stderr, /cannot open the database \S+\/no_such_database_here \(DATABASE_URL\): database "no_such_database_here" does not exist/);
+      assert.equal(file.code, 1);
+      assert.ok(oneJson(file).error.startsWith(`cannot open the database sqlite:${notADirectory}/sub/parley.db (DATABASE_URL): ENOTDIR`), file.stdout);
+      for (const r of [serve, migrate, file]) assert.doesNotMatch(r.stderr, /unexpected error|Sup3rSecret|at \S+:\d+/);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
     test('serve that cannot listen says why, naming HOST and PORT, and exits', async () => {
       const busy = createServer(() => undefined);
       await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
