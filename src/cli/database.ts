@@ -8,10 +8,10 @@ export class StartupError extends Error {
 }
 
 /**
- * Opens DATABASE_URL and brings it to the latest migration (`applied`: the migrations this run applied): what every command that touches the database does
- * first. A database that cannot be opened (refused, unknown host, wrong password, no such database, a file that
- * cannot be created) is the operator's to fix, so it is said as such, naming the URL without its password, not as
- * an unexpected error.
+ * Opens DATABASE_URL and brings it to the latest migration (`applied`: those this run applied), as every command
+ * that touches the database does first. A database that cannot be opened (refused, unknown host, wrong password,
+ * no such database, a file that cannot be created) or migrated is the operator's to fix: it is said as such,
+ * naming the URL without its password, not as an unexpected error.
  */
 export async function openMigrated(
   config: Config,

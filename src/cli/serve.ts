@@ -5,7 +5,6 @@ import { createLogger, type Logger } from '../lib/log.js';
 import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
 import { createWorker } from '../worker/worker.js';
-
 import { openMigrated, StartupError } from './database.js';
 
 function listenProblem(err: NodeJS.ErrnoException, config: Config): string {

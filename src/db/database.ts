@@ -273,6 +273,12 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
   }
   const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) {
+    const e = error instanceof Error ? error : new Error(String(error));
+    // Which migration failed, not only the database's words for it.
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    if (failed) e.message = `migration ${failed} failed: ${e.message}`;
+    throw e;
+  }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

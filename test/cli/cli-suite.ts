@@ -6,6 +6,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { migrations } from '../../src/db/migrations/index.js';
 import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
@@ -458,10 +459,16 @@ export function cliConfigSuite() {
       const dir = mkdtempSync(join(tmpdir(), 'parley-cli-'));
       const notADirectory = join(dir, 'a-file');
       writeFileSync(notADirectory, '');
-      const [serve, migrate, file] = await Promise.all([
+      // A file whose tables clash with the first migration (not Parley's, or damaged by hand).
+      const clash = join(dir, 'clash.db');
+      const other = new SQLite(clash);
+      other.exec('create table accounts (x integer)');
+      other.close();
+      const [serve, migrate, file, migration] = await Promise.all([
         cli(['serve'], { DATABASE_URL: `postgres://app:Sup3rSecret@127.0.0.1:${port}/test`, PORT: '0', LOG_LEVEL: 'silent' }),
         cli(['migrate'], { DATABASE_URL: `${PG_URL.replace(/\/[^/?]*(\?.*)?$/, '')}/no_such_database_here` }),
         cli(['accounts', 'list', '--json'], { DATABASE_URL: `sqlite:${notADirectory}/sub/parley.db` }),
+        cli(['migrate'], { DATABASE_URL: `sqlite:${clash}` }),
       ]);
       assert.equal(serve.code, 1);
       assert.match(serve.stderr, new RegExp(`cannot open the database postgres://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}/test \\(DATABASE_URL\\): connect ECONNREFUSED`));
@@ -469,7 +476,9 @@ export function cliConfigSuite() {
       assert.match(migrate.stderr, /cannot open the database \S+\/no_such_database_here \(DATABASE_URL\): database "no_such_database_here" does not exist/);
       assert.equal(file.code, 1);
       assert.ok(oneJson(file).error.startsWith(`cannot open the database sqlite:${notADirectory}/sub/parley.db (DATABASE_URL): ENOTDIR`), file.stdout);
-      for (const r of [serve, migrate, file]) assert.doesNotMatch(r.stderr, /unexpected error|Sup3rSecret|at \S+:\d+/);
+      assert.equal(migration.code, 1);
+      assert.match(migration.stderr, /cannot open the database \S+clash\.db \(DATABASE_URL\): migration 0001_foundation failed: table "accounts" already exists/);
+      for (const r of [serve, migrate, file, migration]) assert.doesNotMatch(r.stderr, /unexpected error|Sup3rSecret|at \S+:\d+/);
       rmSync(dir, { recursive: true, force: true });
     });
 
