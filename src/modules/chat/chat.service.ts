@@ -271,6 +271,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
 
     async send(accountId: string, id: string, content: string) {
       rejectBlank('body.content', content);
+      const ended = () => invalidRequest(`conversation ${id} has ended; start a new conversation`);
       // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
       const [c, transcript, triggered] = await Promise.all([
         repo.findForReply(db, accountId, id),
@@ -279,7 +280,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         workflows.matching(accountId, content),
       ]);
       if (!c) throw notFound('conversation', id);
-      if (c.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+      if (c.ended_at !== null) throw ended();
       const settings = settingsFrom(c.assistant_settings);
       const history = transcript.map((m) => ({ role: m.role, content: m.content }));
 
@@ -344,10 +345,10 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         if (!fresh) {
           const cur = await repo.findLocked(trx, dialect, accountId, id);
           if (!cur) throw notFound('conversation', id);
-          if (cur.ended_at !== null) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+          if (cur.ended_at !== null) throw ended();
           d = decide(cur);
           fresh = await repo.recordExchange(trx, accountId, id, d);
-          if (!fresh) throw invalidRequest(`conversation ${id} has ended; start a new conversation`);
+          if (!fresh) throw ended();
         }
         const { cur, alreadyEscalated, contactEmail, emailChanged, byWorkflow, at } = d;
 
