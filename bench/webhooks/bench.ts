@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { Agent } from 'undici';
 import { loadConfig } from '../../src/config.js';
+import { benchDatabase } from '../database.mjs';
 import { createContext } from '../../src/context.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { writeTransaction } from '../../src/db/unit-of-work.js';
@@ -40,19 +40,8 @@ const HOOKS = (process.env.BENCH_HOOKS ?? '1,20').split(',').map(Number);
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const arg = process.argv[2] ?? 'sqlite';
-  const pgBase = 'postgres://postgres@127.0.0.1:5432/test';
-  const schema = arg === 'postgres' ? `bench_webhooks_${Date.now()}` : null;
-  const admin = async (statement: string) => {
-    const c = new pg.Client({ connectionString: pgBase });
-    await c.connect();
-    await c.query(statement).finally(() => c.end());
-  };
-  if (schema) await admin(`CREATE SCHEMA ${schema}`);
-  const url = schema
-    ? `${pgBase}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
-    : arg !== 'sqlite'
-      ? arg
-      : `sqlite:${join(dir, 'bench.db')}`;
+  const bench = arg === 'sqlite' || arg === 'postgres' ? await benchDatabase(arg, dir, 'bench_webhooks') : { url: arg, drop: async () => {} };
+  const url = bench.url;
   // SQLITE_SYNCHRONOUS=normal compares the two durability settings (default full, as the service runs).
   const config = loadConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'error', SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS });
   const database = openDatabase(url, { poolSize: 20, sqliteSynchronous: config.sqliteSynchronous });
@@ -191,7 +180,7 @@ async function main() {
   server.closeAllConnections();
   server.close();
   await database.close();
-  if (schema) await admin(`DROP SCHEMA ${schema} CASCADE`);
+  await bench.drop();
   rmSync(dir, { recursive: true, force: true });
 }
 
