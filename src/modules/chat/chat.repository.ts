@@ -1,9 +1,11 @@
-import type { ExpressionBuilder, Kysely, QueryCreator, Selectable, SelectQueryBuilder, Transaction, Updateable, UpdateObject } from 'kysely';
+import { SqliteAdapter, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type Transaction, type Updateable, type UpdateObject } from 'kysely';
+import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
+import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
 import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
 import type { DialectName } from '../../db/database.js';
-import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
+import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 /** What Kysely's `set` takes for a conversation: the values, or a function of the expression builder (increments). */
@@ -17,33 +19,72 @@ const ofConversation = (db: Conn, accountId: string, conversationId: string) =>
 const inOrder = <Q extends SelectQueryBuilder<DB, 'messages', object>>(q: Q, direction: 'asc' | 'desc') =>
   q.orderBy('created_at', direction).orderBy('seq', direction).orderBy('id', direction) as Q;
 
+/** The messages a reply reads (the end of the transcript) and the workflows a message is matched against. */
+const RECENT_COLUMNS = ['role', 'content', 'created_at', 'seq', 'id'] as const;
+const WORKFLOW_COLUMNS = ['id', 'slug', 'triggers', 'fields', 'reply', 'created_at', 'updated_at'] as const;
+type Recent = Pick<MessagesTable, (typeof RECENT_COLUMNS)[number]>;
+export type EnabledWorkflow = Pick<WorkflowsTable, (typeof WORKFLOW_COLUMNS)[number]>;
+
 /**
- * A conversation with what a reply needs of its account: the assistant settings and the knowledge version (the sum
- * of the account's counter rows). One query where there were three: on PostgreSQL each
- * statement is a socket write and a read, which are most of a message's cost. Built once per dialect.
+ * A conversation with everything a reply reads: its account's assistant settings and knowledge version (the sum
+ * of the account's counter rows), the last `n` messages and the account's enabled workflows, as JSON arrays. One
+ * statement where there were five: on PostgreSQL each statement is a socket write and a read, and is parsed and
+ * executed by a backend, which are most of a message's cost there. Built once per dialect; the two arrays are
+ * put in order by the caller (an aggregate over an ordered subquery is not promised to keep its order).
  */
-const findForReply = precompile((db, accountId: string, id: string) =>
-  db
+const findForReply = precompile((db, accountId: string, id: string, n: number) => {
+  const jsonArrayFrom = db.getExecutor().adapter instanceof SqliteAdapter ? sqliteJsonArrayFrom : postgresJsonArrayFrom;
+  return db
     .selectFrom('conversations')
     .innerJoin('accounts', 'accounts.id', 'conversations.account_id')
     .selectAll('conversations')
     .select('accounts.assistant_settings')
-    .select((eb) =>
+    .select((eb) => [
       eb
         .selectFrom('knowledge_versions')
         .select(KNOWLEDGE_VERSION.as('v'))
         .whereRef('knowledge_versions.account_id', '=', 'conversations.account_id')
         .as('knowledge_version'),
-    )
+      jsonArrayFrom(
+        inOrder(
+          eb
+            .selectFrom('messages')
+            .select(RECENT_COLUMNS)
+            .whereRef('messages.account_id', '=', 'conversations.account_id')
+            .whereRef('messages.conversation_id', '=', 'conversations.id'),
+          'desc',
+        ).limit(pageLimit(n)),
+      ).as('recent'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('workflows')
+          .select(WORKFLOW_COLUMNS)
+          .whereRef('workflows.account_id', '=', 'conversations.account_id')
+          .where('workflows.enabled', '=', 1),
+      ).as('workflows'),
+    ])
     .where('conversations.account_id', '=', accountId)
-    .where('conversations.id', '=', id),
-);
+    .where('conversations.id', '=', id);
+});
+
+/** SQLite answers a JSON aggregate as text, PostgreSQL's driver as the parsed value. */
+const jsonRows = <T>(v: unknown): T[] => (typeof v === 'string' ? (JSON.parse(v) as T[]) : ((v ?? []) as T[]));
 
 export const chatRepository = {
-  /** The conversation, its account's assistant settings (JSON or null) and knowledge version; undefined when not found. */
-  async findForReply(db: Conn, accountId: string, id: string) {
-    const row = (await findForReply(db, accountId, id)).rows[0];
-    return row && { ...row, knowledge_version: Number(row.knowledge_version ?? 0) };
+  /**
+   * The conversation, its account's assistant settings (JSON or null) and knowledge version, its last `n` messages
+   * (oldest first) and the account's enabled workflows (oldest first); undefined when not found.
+   */
+  async findForReply(db: Conn, accountId: string, id: string, n: number) {
+    const row = (await findForReply(db, accountId, id, n)).rows[0];
+    if (!row) return undefined;
+    const { recent, workflows, ...conversation } = row;
+    return {
+      ...conversation,
+      knowledge_version: Number(row.knowledge_version ?? 0),
+      recent: jsonRows<Recent>(recent).sort((a, b) => a.created_at - b.created_at || a.seq - b.seq || (a.id < b.id ? -1 : 1)),
+      workflows: jsonRows<EnabledWorkflow>(workflows).sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)),
+    };
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
@@ -58,11 +99,6 @@ export const chatRepository = {
   /** Every message of a conversation, in conversation order. */
   messages(db: Conn, accountId: string, conversationId: string) {
     return inOrder(ofConversation(db, accountId, conversationId).selectAll(), 'asc').execute();
-  },
-  /** The last `n` messages of a conversation, oldest first: what a reply needs, whatever the conversation's length. */
-  async lastMessages(db: Conn, accountId: string, conversationId: string, n: number) {
-    const rows = await inOrder(ofConversation(db, accountId, conversationId).selectAll(), 'desc').limit(pageLimit(n)).execute();
-    return rows.reverse();
   },
   /** What the customer wrote in a conversation, oldest first (a workflow's fields are read from all of it). */
   async customerTexts(db: Conn, accountId: string, conversationId: string) {

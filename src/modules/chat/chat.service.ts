@@ -272,15 +272,12 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
     async send(accountId: string, id: string, content: string) {
       rejectBlank('body.content', content);
       const ended = () => invalidRequest(`conversation ${id} has ended; start a new conversation`);
-      // Independent reads: on PostgreSQL they travel together instead of one round trip after another.
-      const [c, transcript, triggered] = await Promise.all([
-        repo.findForReply(db, accountId, id),
-        // Only the end of the transcript: the reply reads the last turns, not the whole conversation.
-        repo.lastMessages(db, accountId, id, HISTORY_TURNS),
-        workflows.matching(accountId, content),
-      ]);
+      // Only the end of the transcript: the reply reads the last turns, not the whole conversation.
+      const c = await repo.findForReply(db, accountId, id, HISTORY_TURNS);
       if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null) throw ended();
+      const transcript = c.recent;
+      const triggered = workflows.matchingAmong(c.workflows, content);
       const settings = settingsFrom(c.assistant_settings);
       const history = transcript.map((m) => ({ role: m.role, content: m.content }));
 

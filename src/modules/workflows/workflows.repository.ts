@@ -16,10 +16,6 @@ export const workflowsRepository = {
   findBySlug(db: Conn, accountId: string, slug: string) {
     return db.selectFrom('workflows').select('id').where('account_id', '=', accountId).where('slug', '=', slug).executeTakeFirst();
   },
-  /** What a chat message is matched against, oldest first (the first match with a reply gives the reply). */
-  enabled(db: Conn, accountId: string) {
-    return db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('enabled', '=', 1).orderBy('created_at').orderBy('id').execute();
-  },
   insert(db: Conn, row: WorkflowsTable) {
     return db.insertInto('workflows').values(row).execute();
   },

@@ -61,7 +61,7 @@ function check(body: { name?: string | undefined; triggers?: string[] | undefine
 export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: EventBus) {
   // Compiled triggers per workflow version: a chat message is matched against every enabled workflow.
   const compiled = new Map<string, CompiledTrigger[]>();
-  const triggersOf = (w: WorkflowsTable) => {
+  const triggersOf = (w: Pick<WorkflowsTable, 'id' | 'updated_at' | 'triggers'>) => {
     const key = `${w.id}:${w.updated_at}`;
     let c = compiled.get(key);
     if (!c) {
@@ -71,6 +71,14 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     }
     return c;
   };
+
+  function matchingAmong(rows: ReadonlyArray<Pick<WorkflowsTable, 'id' | 'slug' | 'triggers' | 'fields' | 'reply' | 'updated_at'>>, content: string): MatchedWorkflow[] {
+    if (rows.length === 0) return [];
+    const message = analyseMessage(content);
+    return rows
+      .filter((w) => triggersOf(w).some((t) => matchesTrigger(message, t)))
+      .map((w) => ({ id: w.id, slug: w.slug, fields: JSON.parse(w.fields) as Field[], reply: w.reply }));
+  }
 
   const slugTaken = (slug: string, by: string) => invalidRequest(`body.slug "${slug}" is already used by workflow ${by}`);
 
@@ -156,15 +164,11 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
       return { deleted: true };
     },
 
-    /** The enabled workflows a customer message triggers, oldest first. A read: runs before the exchange's transaction. */
-    async matching(accountId: string, content: string): Promise<MatchedWorkflow[]> {
-      const rows = await repo.enabled(db, accountId);
-      if (rows.length === 0) return [];
-      const message = analyseMessage(content);
-      return rows
-        .filter((w) => triggersOf(w).some((t) => matchesTrigger(message, t)))
-        .map((w) => ({ id: w.id, slug: w.slug, fields: JSON.parse(w.fields) as Field[], reply: w.reply }));
-    },
+    /**
+     * The workflows a customer message triggers, among the account's enabled ones oldest first (the first with a
+     * reply gives the reply); the chat reads them with the conversation, before the exchange's transaction.
+     */
+    matchingAmong,
 
     /**
      * Records the runs and emits `workflow.triggered`, inside the exchange's transaction: a workflow fires once

@@ -241,6 +241,22 @@ for (const dialect of DIALECTS) {
       assert.equal((await events('escalation', other.conversation.id)).length, 0);
     });
 
+    test('the reply reads the end of a long transcript: "yes please" after many answered turns still takes up the offer', async () => {
+      const { conversation } = await start({ customerId: 'cus_long' });
+      // Five answered exchanges (eleven messages with the greeting) before the offer: more than the turns the
+      // reply reads, so reading the start of the transcript instead of its end would miss the offer.
+      for (const q of ['How long do refunds take?', 'how do I track my order?', 'How long do refunds take?', 'how do I track my order?', 'How long do refunds take?']) {
+        const r = await send(conversation.id, q);
+        assert.equal(r.status, 200, r.text);
+        assert.ok(r.body.data.messages[1].sources.length > 0, `precondition: "${q}" answered`);
+      }
+      const q = await send(conversation.id, 'can I pay for my order with bitcoin or dogecoin from my hardware wallet?');
+      assert.match(q.body.data.messages[1].content, /Would you like me to connect you with a person/);
+      const yes = await send(conversation.id, 'Yes please!');
+      assert.match(yes.body.data.messages[1].content, /^Of course\. I'm passing this conversation to a person/);
+      assert.equal((await events('escalation', conversation.id)).length, 1);
+    });
+
     test('"no thanks" to the offer of a person declines it: no escalation, and it is not an unanswered question', async () => {
       const { conversation } = await start({ customerId: 'cus_no' });
       const id = conversation.id;

@@ -119,6 +119,22 @@ for (const dialect of DIALECTS) {
       assert.ok(customerMsg.timestamp <= wf.timestamp);
     });
 
+    test('of two workflows with a reply that a message triggers, the older one answers; both fire', async () => {
+      const newer = await t.request('POST', '/v1/workflows', {
+        key: t.key,
+        body: { slug: 'demo-newer', name: 'Newer demo', triggers: ['book a demo'], reply: 'The newer workflow answers.' },
+      });
+      assert.equal(newer.status, 201, newer.text);
+      try {
+        const id = await start();
+        assert.equal((await send(id, 'can I book a demo for my team?')).content, REPLY);
+        await waitFor(() => fired(id).length === 2);
+        assert.deepEqual(fired(id).map((e) => e.data.workflowId).sort(), [demoId, newer.body.data.id].sort());
+      } finally {
+        await t.request('DELETE', `/v1/workflows/${newer.body.data.id}`, { key: t.key });
+      }
+    });
+
     test('disabled and deleted workflows do not fire; a handoff request still escalates', async () => {
       await t.request('PUT', `/v1/workflows/${demoId}`, { key: t.key, body: { enabled: false } });
       const id = await start();
