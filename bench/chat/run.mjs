@@ -5,7 +5,7 @@
 //   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR] [--cpu-prof DIR]
 // --root runs the service of another checkout (built), to compare two versions in one window.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -71,7 +71,32 @@ const BARE = `
   s.keepAliveTimeout = 60000;
   s.listen(${BARE_PORT}, '127.0.0.1', () => process.stdout.write('ready\\n'));`;
 
-async function load(port) {
+// CPU seconds used so far by processes (utime + stime from /proc), to report CPU per message: on this shared
+// machine far steadier than req/s. PostgreSQL's are all its processes (the service's backends among them).
+const TICK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+const cpuOf = (pid) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICK;
+  } catch {
+    return 0;
+  }
+};
+const postgresCpu = () =>
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .reduce((sum, d) => sum + cpuOf(d), 0);
+
+async function load(port, pid) {
+  const before = { own: cpuOf(pid), pg: values.db === 'postgres' ? postgresCpu() : 0 };
   let n = 0;
   const r = await autocannon({
     url: `http://127.0.0.1:${port}`,
@@ -79,15 +104,23 @@ async function load(port) {
     duration: Number(values.duration),
     requests: [{ method: 'POST', headers, setupRequest: (req) => ({ ...req, path: `/v1/chat/conversations/${ids[n++ % ids.length]}/messages`, body: QUESTION }) }],
   });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const per = (seconds) => Math.round((seconds * 1e6) / r.requests.total);
+  return {
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx,
+    cpuUsPerMessage: per(cpuOf(pid) - before.own),
+    ...(values.db === 'postgres' && port === SERVICE_PORT ? { postgresCpuUsPerMessage: per(postgresCpu() - before.pg) } : {}),
+  };
 }
 
-const svc = await load(SERVICE_PORT);
+const svc = await load(SERVICE_PORT, service.pid);
 service.kill('SIGTERM');
 const [bareCmd, bareArgs] = pinned(['-e', BARE]);
 const bare = spawn(bareCmd, bareArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
 await new Promise((r) => bare.stdout.once('data', r));
-const b = await load(BARE_PORT);
+const b = await load(BARE_PORT, bare.pid);
 bare.kill('SIGTERM');
 console.log(JSON.stringify({ root: ROOT, db: values.db, service: svc, bare: b, ratio: +(svc.rps / b.rps).toFixed(3), date: new Date().toISOString() }));
 await dropSchema();
