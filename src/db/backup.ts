@@ -1,6 +1,7 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { ensureDir } from '../lib/fs.js';
 
 export class BackupError extends Error {}
 
@@ -14,7 +15,7 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
   if (resolve(file) === target) throw new BackupError('--to is the database itself; choose a new file');
   if (existsSync(target)) throw new BackupError(`${target} already exists; choose a new file (a backup never overwrites one)`);
   if (!existsSync(file)) throw new BackupError(`no database at ${file}`);
-  mkdirSync(dirname(target), { recursive: true });
+  ensureDir(dirname(target));
   const started = performance.now();
   const source = new SQLite(file, { fileMustExist: true });
   try {

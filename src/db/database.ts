@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { ensureDir } from '../lib/fs.js';
 import {
   Kysely,
   Migrator,
@@ -152,7 +152,7 @@ export function sqliteFileOf(url: string): string | null {
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
   const file = sqliteFileOf(url);
   if (file !== null) {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    if (file !== ':memory:') ensureDir(dirname(file));
     const sqlite = new SQLite(file);
     // WAL lets readers run beside the single writer. FULL syncs the WAL at every commit, so a write we
     // acknowledged survives an OS crash or power loss too; NORMAL (SQLite's suggestion for WAL, opt-in through
