@@ -216,12 +216,16 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     }
     // Conditional on the lease: an attempt whose lease was lost (which the lease length rules out for a
     // live process) is not recorded over another holder's. A delivery cancelled meanwhile stays cancelled
-    // unless this attempt succeeded (the receiver did get it).
+    // unless this attempt succeeded (the receiver did get it) or was its last (it failed every attempt: CONTRACT
+    // §6 makes it `failed`; it was cancelled only because another delivery's last failure disabled the webhook
+    // while this one's last attempt was on its way).
     const status = res.ok
       ? sql<string>`'succeeded'`
-      : next
-        ? sql<string>`case when status = 'pending' then ${next.status} else status end`
-        : sql<string>`status`;
+      : next?.status === 'failed'
+        ? sql<string>`case when status in ('pending', 'cancelled') then 'failed' else status end`
+        : next
+          ? sql<string>`case when status = 'pending' then ${next.status} else status end`
+          : sql<string>`status`;
     const nextAt = res.ok
       ? null
       : next

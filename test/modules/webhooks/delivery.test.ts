@@ -134,6 +134,44 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('two deliveries whose fifth attempts fail together are both failed; the disable cancels only what had attempts left', async () => {
+      // Each delivery's fifth request is held until both have arrived, then both fail: the first recorded disables
+      // the webhook while the other's last attempt is still in flight.
+      const seen = new Map<string, number>();
+      const held: Array<() => void> = [];
+      const srv = await startServer((req, res) => {
+        const id = String(req.headers['x-service-delivery-id']);
+        const n = (seen.get(id) ?? 0) + 1;
+        seen.set(id, n);
+        const fail = () => {
+          res.writeHead(500);
+          res.end('boom');
+        };
+        if (n < 5) return fail();
+        held.push(fail);
+        if (held.length === 2) for (const f of held) f();
+      });
+      try {
+        const id = await hook(`${srv.url}/together`);
+        await t.ctx.db.transaction().execute(async (trx) => {
+          await t.ctx.events.emit(trx, t.accountId, 'conversation.started', { n: 1 });
+          await t.ctx.events.emit(trx, t.accountId, 'conversation.started', { n: 2 });
+        });
+        await waitFor(async () => {
+          const g = await t.request('GET', `/v1/webhooks/${id}`, { key: t.key });
+          return g.body.data.enabled === false || undefined;
+        }, 'webhook disabled');
+        const l = await waitFor(async () => {
+          const r = await t.request('GET', `/v1/webhooks/${id}/deliveries`, { key: t.key });
+          return r.body.data.deliveries.every((d: any) => d.attempts.length === 5) ? r.body.data.deliveries : undefined;
+        }, 'both recorded');
+        assert.deepEqual(l.map((d: any) => d.status), ['failed', 'failed']);
+        assert.ok(l.every((d: any) => d.nextAttemptAt === null));
+      } finally {
+        await srv.close();
+      }
+    });
+
     test('410 Gone disables at once', async () => {
       const srv = await startServer((req, res) => {
         res.writeHead(410);
