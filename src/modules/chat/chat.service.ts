@@ -23,6 +23,10 @@ type ConversationRow = Selectable<ConversationsTable>;
 /** Two unanswered questions in a row hand the conversation to a person (reason no_answer). */
 const UNANSWERED_BEFORE_ESCALATION = 2;
 const HISTORY_TURNS = 6;
+
+/** The label of a conversation started with neither a label, an email address nor a customer id. */
+const visitorLabel = (conversationId: string) => `Visitor ${conversationId.slice(-6)}`;
+const EMAIL_ONLY = /^[^\s@]+@[^\s@]+$/;
 const DECLINED_TEXT = 'No problem. Is there anything else I can help with?';
 
 /**
@@ -137,7 +141,11 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
   }
 
   async function submitContact(trx: Conn, c: ConversationRow, contact: ContactBody) {
-    const label = contact.name ?? c.customer_label;
+    // The name the customer leaves names the conversation only in place of a label Parley made up (the visitor
+    // placeholder, the customer id or an email address): a label the integration chose stays, since anyone with
+    // the page's public key can call this endpoint.
+    const madeUp = c.customer_label === visitorLabel(c.id) || c.customer_label === c.customer_id || EMAIL_ONLY.test(c.customer_label);
+    const label = contact.name !== undefined && madeUp ? contact.name : c.customer_label;
     await repo.update(trx, c.account_id, c.id, { customer_email: contact.email, customer_label: label });
     await events.emit(trx, c.account_id, 'escalation.submitted', {
       conversationId: c.id,
@@ -234,7 +242,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         id,
         account_id: accountId,
         customer_id: customerId,
-        customer_label: body.customerLabel ?? body.customerEmail ?? (body.customerId ? body.customerId : `Visitor ${id.slice(-6)}`),
+        customer_label: body.customerLabel ?? body.customerEmail ?? (body.customerId ? body.customerId : visitorLabel(id)),
         customer_email: body.customerEmail ?? null,
         persona: body.persona ?? settings.name,
         metadata: JSON.stringify(metadata),

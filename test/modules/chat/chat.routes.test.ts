@@ -90,6 +90,23 @@ for (const dialect of DIALECTS) {
       assert.equal(sub?.data.customerEmail, 'bob@example.org');
     });
 
+    test("a contact name replaces only a made-up label, never the one the integration gave", async () => {
+      const label = async (start: Record<string, string>) => {
+        const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: start });
+        const id = s.body.data.conversation.id;
+        const c = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: publicKey, body: { email: 'ada@example.com', name: 'Ada L' } });
+        assert.equal(c.status, 200, c.text);
+        const events = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === id && e.event === 'escalation.submitted');
+        assert.equal(events[0]?.data.customerLabel, c.body.data.conversation.customerLabel);
+        return [s.body.data.conversation.customerLabel, c.body.data.conversation.customerLabel];
+      };
+      assert.deepEqual(await label({ customerId: 'cus_ada', customerLabel: 'Ada (VIP, account 42)' }), ['Ada (VIP, account 42)', 'Ada (VIP, account 42)']);
+      assert.deepEqual(await label({ customerEmail: 'old@example.com' }), ['old@example.com', 'Ada L']);
+      const [visitor, named] = await label({});
+      assert.match(visitor, /^Visitor \S{6}$/);
+      assert.equal(named, 'Ada L');
+    });
+
     test('contact, escalate (idempotent) and end; ended conversations refuse messages', async () => {
       const s = await t.request('POST', '/v1/chat/conversations', { key: publicKey, body: { customerId: 'cus_9' } });
       const id = s.body.data.conversation.id;
@@ -97,6 +114,7 @@ for (const dialect of DIALECTS) {
       const c = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: publicKey, body: { email: 'eve@example.com', name: 'Eve', phone: '+1 555 0100' } });
       assert.equal(c.status, 200, c.text);
       assert.equal(c.body.data.conversation.customerEmail, 'eve@example.com');
+      assert.equal(c.body.data.conversation.customerLabel, 'Eve', 'the name replaces a label made from the customer id');
       const bad = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: publicKey, body: { email: 'not-an-email' } });
       assert.equal(bad.status, 400);
       assert.match(bad.body.error.message, /body\.email/);
