@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely';
 import type { DialectName } from './database.js';
 import type { DB } from './schema.js';
 
@@ -11,4 +11,14 @@ import type { DB } from './schema.js';
 export async function lockForCheckThenWrite(trx: Transaction<DB>, dialect: DialectName, name: string): Promise<void> {
   if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   else await sql`delete from accounts where 0`.execute(trx);
+}
+
+/**
+ * The read of a read-modify-write (an update that merges fields, or moves `updatedAt` past the stored one): on
+ * PostgreSQL it locks the rows it reads until the transaction ends (FOR UPDATE), so a concurrent writer's read
+ * waits for this commit and sees it, instead of both reading the same row and the later commit carrying what the
+ * earlier one read. SQLite runs one write transaction at a time (and has no FOR UPDATE): the read is left as is.
+ */
+export function lockingRead<Q extends { forUpdate(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? q.forUpdate() : q;
 }

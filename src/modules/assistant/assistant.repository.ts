@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { lockingRead } from '../../db/locks.js';
 import type { DB } from '../../db/schema.js';
 import { documentsRepository } from '../documents/documents.repository.js';
 import { faqsRepository } from '../faqs/faqs.repository.js';
@@ -6,8 +7,10 @@ import { faqsRepository } from '../faqs/faqs.repository.js';
 type Conn = Kysely<DB> | Transaction<DB>;
 
 export const assistantRepository = {
-  async settings(db: Conn, accountId: string) {
-    const row = await db.selectFrom('accounts').select(['assistant_settings']).where('id', '=', accountId).executeTakeFirst();
+  /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
+  async settings(db: Conn, accountId: string, lock = false) {
+    const q = db.selectFrom('accounts').select(['assistant_settings']).where('id', '=', accountId);
+    const row = await (lock ? lockingRead(db, q) : q).executeTakeFirst();
     return row?.assistant_settings ?? null;
   },
   saveSettings(db: Conn, accountId: string, json: string) {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB } from '../../db/schema.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { answerWithFallback, OpenAiCompatibleProvider, type AnswerProvider } from './llm.js';
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
@@ -97,9 +98,12 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
     settings,
 
     async updateSettings(accountId: string, body: UpdateAssistantSettingsBody) {
-      const next = { ...(await settings(accountId)), ...body };
-      await repo.saveSettings(db, accountId, JSON.stringify(next));
-      return next;
+      // Read and written in one transaction, the read locked: two PUTs of different fields both stay.
+      return writeTransaction(db, async (trx) => {
+        const next = { ...settingsFrom(await repo.settings(trx, accountId, true)), ...body };
+        await repo.saveSettings(trx, accountId, JSON.stringify(next));
+        return next;
+      });
     },
 
     greetingText(s: AssistantSettings) {

@@ -1,10 +1,10 @@
 import { SqliteAdapter, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type Transaction, type Updateable, type UpdateObject } from 'kysely';
 import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
+import { lockingRead } from '../../db/locks.js';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
 import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
-import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -110,9 +110,8 @@ export const chatRepository = {
    * SQLite runs one write transaction at a time), so decisions made from it (escalating, asking for an email)
    * cannot race another request's. Undefined when it does not exist.
    */
-  findLocked(db: Conn, dialect: DialectName, accountId: string, id: string) {
-    const q = db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id);
-    return (dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
+  findLocked(db: Conn, accountId: string, id: string) {
+    return lockingRead(db, db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst();
   },
   /**
    * Updates a conversation that is still open, and still as the caller decided from: with `idleBefore`, idle since

@@ -1,5 +1,4 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DialectName } from '../../db/database.js';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
@@ -74,8 +73,8 @@ function countOf(items: string[]) {
 /** The most frequent key, ties broken alphabetically so the choice is stable; null when empty. */
 const mostFrequent = (counts: Map<string, number>) => [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
 
-export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
-  const { db, dialect, clock, events, assistant, workflows } = deps;
+export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
+  const { db, clock, events, assistant, workflows } = deps;
 
   async function load(conn: Conn, accountId: string, id: string) {
     const c = await repo.find(conn, accountId, id);
@@ -198,7 +197,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
    */
   async function end(accountId: string, id: string, idleBefore?: number) {
     return writeTransaction(db, async (trx) => {
-      const c = await repo.findLocked(trx, dialect, accountId, id);
+      const c = await repo.findLocked(trx, accountId, id);
       if (!c) throw notFound('conversation', id);
       if (c.ended_at !== null || (idleBefore !== undefined && c.last_message_at >= idleBefore)) return snapshot(trx, accountId, id);
       const at = Math.max(clock.now(), c.last_message_at);
@@ -348,7 +347,7 @@ export function createChatService(deps: { db: Kysely<DB>; dialect: DialectName; 
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         let fresh = await repo.recordExchange(trx, accountId, id, d, { escalated: d.alreadyEscalated, customerEmail: c.customer_email });
         if (!fresh) {
-          const cur = await repo.findLocked(trx, dialect, accountId, id);
+          const cur = await repo.findLocked(trx, accountId, id);
           if (!cur) throw notFound('conversation', id);
           if (cur.ended_at !== null) throw ended();
           d = decide(cur);

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { pageLimit } from '../../db/pagination.js';
+import { lockingRead } from '../../db/locks.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
 
@@ -63,7 +64,12 @@ export const documentsRepository = {
     );
     return { rows, total: Number(count[0]![0]) };
   },
-  async find(db: Conn, accountId: string, id: string): Promise<DocumentRow | undefined> {
+  /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
+  async find(db: Conn, accountId: string, id: string, lock = false): Promise<DocumentRow | undefined> {
+    if (lock) {
+      const q = db.selectFrom('documents').select(['id', 'title', 'content', 'status', 'created_at', 'updated_at']).where('account_id', '=', accountId).where('id', '=', id);
+      return lockingRead(db, q).executeTakeFirst();
+    }
     const r = (await findOne(db, accountId, id))[0];
     return r && { id: r[0], title: r[1], content: r[2], status: r[3], created_at: r[4], updated_at: r[5] };
   },

@@ -63,7 +63,7 @@ export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
       rejectBlank('body.title', body.title);
       rejectBlank('body.content', body.content);
       const row = await writeTransaction(db, async (trx) => {
-        const current = await repo.find(trx, accountId, id);
+        const current = await repo.find(trx, accountId, id, true);
         if (!current) throw notFound('document', id);
         const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
         await repo.update(trx, accountId, id, patch);

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, FaqsTable } from '../../db/schema.js';
+import { lockingRead } from '../../db/locks.js';
 import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -11,8 +12,10 @@ export const faqsRepository = {
     if (f.category !== undefined) q = q.where('category', '=', f.category);
     return newestFirstPage(q, f);
   },
-  find(db: Conn, accountId: string, id: string) {
-    return db.selectFrom('faqs').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
+  find(db: Conn, accountId: string, id: string, lock = false) {
+    const q = db.selectFrom('faqs').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (lock ? lockingRead(db, q) : q).executeTakeFirst();
   },
   insert(db: Conn, row: FaqsTable) {
     return db.insertInto('faqs').values(row).execute();

@@ -63,7 +63,7 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
     async update(accountId: string, id: string, body: UpdateFaqBody) {
       rejectBlanks(body);
       const row = await writeTransaction(db, async (trx) => {
-        const current = await repo.find(trx, accountId, id);
+        const current = await repo.find(trx, accountId, id, true);
         if (!current) throw notFound('faq', id);
         const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
         await repo.update(trx, accountId, id, patch);

@@ -1,5 +1,6 @@
 import type { Kysely, QueryCreator, Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
+import { lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -8,8 +9,10 @@ export const webhooksRepository = {
   async list(db: Conn, accountId: string, f: { limit: number; offset: number }) {
     return newestFirstPage(db.selectFrom('webhooks').where('account_id', '=', accountId), f);
   },
-  find(db: Conn, accountId: string, id: string) {
-    return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
+  find(db: Conn, accountId: string, id: string, lock = false) {
+    const q = db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (lock ? lockingRead(db, q) : q).executeTakeFirst();
   },
   /**
    * The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). The

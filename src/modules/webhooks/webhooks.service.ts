@@ -206,7 +206,7 @@ export function createWebhooksService(
       const events = body.events ? normalizeEvents(body.events) : undefined;
       if (body.url !== undefined) await checkUrl(body.url);
       const row = await writeTransaction(db, async (trx) => {
-        const current = await repo.find(trx, accountId, id);
+        const current = await repo.find(trx, accountId, id, true);
         if (!current) throw notFound('webhook', id);
         const now = nextUpdateTime(clock, current.updated_at);
         const patch: Partial<WebhooksTable> = { updated_at: now };

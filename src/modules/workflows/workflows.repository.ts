@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, WorkflowRunsTable, WorkflowsTable } from '../../db/schema.js';
+import { lockingRead } from '../../db/locks.js';
 import { newestFirstPage } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -10,8 +11,10 @@ export const workflowsRepository = {
     if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
     return newestFirstPage(q, f);
   },
-  find(db: Conn, accountId: string, id: string) {
-    return db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
+  find(db: Conn, accountId: string, id: string, lock = false) {
+    const q = db.selectFrom('workflows').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (lock ? lockingRead(db, q) : q).executeTakeFirst();
   },
   findBySlug(db: Conn, accountId: string, slug: string) {
     return db.selectFrom('workflows').select('id').where('account_id', '=', accountId).where('slug', '=', slug).executeTakeFirst();

@@ -140,7 +140,7 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
     async update(accountId: string, id: string, body: UpdateWorkflowBody) {
       check(body);
       const row = await withSlug(accountId, body.slug, () => writeTransaction(db, async (trx) => {
-        const current = await repo.find(trx, accountId, id);
+        const current = await repo.find(trx, accountId, id, true);
         if (!current) throw notFound('workflow', id);
         if (body.slug !== undefined) await slugFree(trx, accountId, body.slug, id);
         const patch = {
