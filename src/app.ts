@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { meterUnmatched, registerAuth } from './http/auth.js';
 import { registerChatCors } from './http/cors.js';
@@ -248,7 +248,15 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     reply.header('x-request-id', req.id);
     done();
   });
-  app.setErrorHandler(errorHandler);
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    // An unknown route whose body failed to parse never reaches the not-found handler: it is counted (and past the
+    // limit refused) here, as every request to an unknown path with a valid key is.
+    if (!req.is404) return errorHandler(err, req, reply);
+    return meterUnmatched(req, reply, ctx.services.accounts, limiter).then(
+      () => errorHandler(err, req, reply),
+      (limited: FastifyError) => errorHandler(limited, req, reply),
+    );
+  });
   app.setNotFoundHandler(async (req, reply) => {
     await meterUnmatched(req, reply, ctx.services.accounts, limiter);
     throw noRoute(req);

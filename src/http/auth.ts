@@ -17,11 +17,20 @@ declare module 'fastify' {
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /**
+ * Requests meterUnmatched has counted. An unknown route reaches it through the not-found handler, or, when its
+ * body cannot be parsed (Fastify parses before the not-found handler runs), through the error handler: counted
+ * once either way.
+ */
+const metered = new WeakSet<FastifyRequest>();
+
+/**
  * For a request no route matched. With a valid key it is counted and answered with the rate-limit headers, like
  * every authenticated response (CONTRACT §3) — probing unknown paths is not free — and past the limit it is a 429
  * (thrown). A missing or invalid key changes nothing: the answer stays the 404.
  */
 export async function meterUnmatched(req: FastifyRequest, reply: FastifyReply, accounts: AccountsService, limiter: RateLimiter) {
+  if (metered.has(req)) return;
+  metered.add(req);
   const m = BEARER.exec(req.headers.authorization ?? '');
   if (!m) return;
   const auth = accounts.cachedAuth(m[1]!) ?? (await accounts.authenticate(m[1]!));

@@ -104,6 +104,22 @@ for (const dialect of DIALECTS) {
       assert.equal(bad.headers.get('x-ratelimit-limit'), null);
     });
 
+    test('an unknown path is counted also when its body cannot be parsed (malformed JSON, wrong charset, too large)', async () => {
+      const { key } = await t.account({ minute: 4, day: 1000 });
+      const post = (raw: string, type = 'application/json') => t.request('POST', '/v1/nothing', { key, raw, headers: { 'content-type': type } });
+      const remaining: Array<string | null> = [];
+      for (const r of [await post('{bad'), await post('{}', 'application/json; charset=latin1'), await post(`{"a":"${'x'.repeat(1024 * 1024)}"}`)]) {
+        assert.equal(r.status, 404, r.text);
+        assert.equal(r.body.error.code, 'NOT_FOUND');
+        remaining.push(r.headers.get('x-ratelimit-remaining'));
+      }
+      assert.deepEqual(remaining, ['3', '2', '1']);
+      assert.equal((await post('{}')).headers.get('x-ratelimit-remaining'), '0', 'a parsable body is counted once, not twice');
+      const limited = await post('{bad');
+      assert.equal(limited.status, 429, limited.text);
+      assert.equal(limited.body.error.code, 'RATE_LIMITED');
+    });
+
     test('public routes carry no rate-limit headers', async () => {
       const r = await t.request('GET', '/v1/health');
       assert.equal(r.headers.get('x-ratelimit-limit'), null);
