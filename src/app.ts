@@ -11,7 +11,7 @@ import { registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
-import { hooksOf, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
+import { BAD_URL_MESSAGE, hooksOf, parseQuery, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/schemas.js';
 import { pageLimit } from './db/pagination.js';
@@ -170,6 +170,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       return typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : `req_${randomUUID()}`;
     },
     requestIdHeader: false,
+    routerOptions: { querystringParser: parseQuery },
     return503OnClosing: false,
     ajv: { customOptions: { removeAdditional: false } },
     // Without this, Fastify answers an undecodable URL (`/v1/documents/%E0%A4%A`) or an over-long path
@@ -177,7 +178,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     frameworkErrors: (err, req, reply) => {
       reply.header('x-request-id', req.id);
       const message =
-        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the URL is not valid (bad percent-encoding)';
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : BAD_URL_MESSAGE;
       (reply as FastifyReply).code(400).type('application/json').send(failureBody('INVALID_REQUEST', message));
     },
     // Node's HTTP parser refuses some requests before Fastify sees them (a control character in a header,

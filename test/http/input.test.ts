@@ -78,6 +78,31 @@ for (const dialect of DIALECTS) {
       assert.equal(q.status, 400, q.text);
     });
 
+    test('a query string whose percent-encoding does not decode is a 400, as a path is; a well-encoded one is read', async () => {
+      for (const query of ['customerId=%FF', 'customerId=%zz', 'customerId=%ED%A0%80', 'customerId=a%', 'customerId=ok&limit=%']) {
+        const r = await t.request('GET', `/v1/conversations?${query}`, { key: t.key });
+        assertInvalid(r, /^the URL is not valid \(bad percent-encoding\)$/);
+      }
+      for (const query of ['customerId=%25FF', 'customerId=caf%C3%A9', 'customerId=a+b%20c']) {
+        const r = await t.request('GET', `/v1/conversations?${query}`, { key: t.key });
+        assert.equal(r.status, 200, `${query}: ${r.text}`);
+      }
+    });
+
+    test('a body that is not valid UTF-8 is refused, not stored with U+FFFD in place of its bytes', async () => {
+      const before = (await t.request('GET', '/v1/documents?status=all', { key: t.key })).body.data.total;
+      const bytes = Buffer.concat([Buffer.from('{"title":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","content":"x","status":"active"}')]);
+      const r = await fetch(`${t.baseUrl}/v1/documents`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, ...json }, body: bytes });
+      const body = (await r.json()) as { success: boolean; error: { code: string; message: string } };
+      assert.equal(r.status, 400);
+      assert.deepEqual([body.success, body.error.code, body.error.message], [false, 'INVALID_REQUEST', 'body is not valid UTF-8']);
+      assert.equal((await t.request('GET', '/v1/documents?status=all', { key: t.key })).body.data.total, before, 'nothing created');
+      // A literal U+FFFD sent as UTF-8 is text like any other.
+      const ok = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'replacement \ufffd char', content: 'x', status: 'active' } });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(ok.body.data.title, 'replacement \ufffd char');
+    });
+
     test('integer query parameters take plain decimal digits only', async () => {
       for (const [path, value] of [
         ['/v1/documents', '1e1'],
