@@ -106,6 +106,9 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
           customerId: c.customer_id,
           ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
           timestamp: toIso(m.created_at),
+          // Deliveries can arrive out of order, and one exchange's messages share a timestamp: its place in the
+          // conversation lets a receiver rebuild the transcript.
+          position: m.seq,
         },
       })),
       (db) => repo.insertMessages(db, rows),

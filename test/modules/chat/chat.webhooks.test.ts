@@ -40,6 +40,11 @@ for (const dialect of DIALECTS) {
         assert.equal(m.data.customerId, 'cus_7');
         assert.equal(typeof m.data.content, 'string');
       }
+      // Whatever order the deliveries arrived in, position rebuilds the transcript as stored.
+      const transcript = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
+      const rebuilt = [...messages].sort((a, b) => a.data.position - b.data.position);
+      assert.deepEqual(rebuilt.map((m) => m.data.position), [1, 2, 3, 4, 5]);
+      assert.deepEqual(rebuilt.map((m) => m.data.messageId), transcript.body.data.messages.map((m: { id: string }) => m.id));
       const esc = byEvent('escalation');
       assert.equal(esc.length, 1, 'subscribed through the conversation.escalated alias');
       assert.equal(esc[0].data.reason, 'customer_request');
