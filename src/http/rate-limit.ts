@@ -88,10 +88,14 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
     for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
   }, 60_000).unref();
 
+  /** The day window as it stands, not counting this request: used up (the next request would be refused) or not. */
+  type DayState = { msBeforeNext: number; usedUp: boolean } | null;
+
   function outcome(
     auth: AuthContext,
     minute: { remaining: number; msBeforeNext: number; limited: boolean },
     day: () => { msBeforeNext: number; limited: boolean } | Promise<{ msBeforeNext: number; limited: boolean }>,
+    dayState: () => DayState | Promise<DayState>,
     now: number,
   ) {
     const headers: Record<string, string> = {
@@ -99,29 +103,44 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
       'x-ratelimit-remaining': String(Math.max(0, minute.remaining)),
       'x-ratelimit-reset': String(Math.ceil((now + minute.msBeforeNext) / 1000)),
     };
-    if (minute.limited) {
-      throw new ApiError('RATE_LIMITED', `rate limit of ${auth.limits.minute} requests per minute exceeded`, {
+    const refuse = (window: 'minute' | 'day', msBeforeNext: number) =>
+      new ApiError('RATE_LIMITED', `rate limit of ${auth.limits[window]} requests per ${window} exceeded`, {
         ...headers,
-        'retry-after': String(Math.max(1, Math.ceil(minute.msBeforeNext / 1000))),
+        'retry-after': String(Math.max(1, Math.ceil(msBeforeNext / 1000))),
       });
+    if (minute.limited) {
+      // A refusal by the minute window is not counted in the day's. When the day is used up too, waiting for the
+      // minute to reset would only earn another 429: Retry-After points at the day's reset instead.
+      const refuseMinute = (d: DayState): never => {
+        throw d?.usedUp ? refuse('day', Math.max(d.msBeforeNext, minute.msBeforeNext)) : refuse('minute', minute.msBeforeNext);
+      };
+      const d = dayState();
+      return d instanceof Promise ? d.then(refuseMinute) : refuseMinute(d);
     }
     const dayLimited = (d: { msBeforeNext: number; limited: boolean }): RateLimitOutcome => {
-      if (d.limited) {
-        throw new ApiError('RATE_LIMITED', `rate limit of ${auth.limits.day} requests per day exceeded`, {
-          ...headers,
-          'retry-after': String(Math.max(1, Math.ceil(d.msBeforeNext / 1000))),
-        });
-      }
+      if (d.limited) throw refuse('day', d.msBeforeNext);
       return { headers };
     };
     const d = day();
     return d instanceof Promise ? d.then(dayLimited) : dayLimited(d);
   }
 
+  /** The day window counted by this node, read without counting. */
+  function dayHere(auth: AuthContext, now: number): DayState {
+    const c = memory.get(`day:${auth.limits.day}`)?.get(auth.accountId);
+    return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= auth.limits.day } : null;
+  }
+
   /** Both windows counted by this node alone (no Redis, or Redis failing). */
   function consumeHere(auth: AuthContext) {
     const now = Date.now();
-    return outcome(auth, takeNow('minute', auth.limits.minute, auth.accountId, now), () => takeNow('day', auth.limits.day, auth.accountId, now), now);
+    return outcome(
+      auth,
+      takeNow('minute', auth.limits.minute, auth.accountId, now),
+      () => takeNow('day', auth.limits.day, auth.accountId, now),
+      () => dayHere(auth, now),
+      now,
+    );
   }
 
   return {
@@ -151,6 +170,15 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
             } catch (err) {
               fellBack(err);
               return takeNow('day', auth.limits.day, auth.accountId, Date.now());
+            }
+          },
+          async () => {
+            try {
+              const d = await limiterFor('day', auth.limits.day).get(auth.accountId);
+              return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= auth.limits.day } : null;
+            } catch (err) {
+              fellBack(err);
+              return dayHere(auth, Date.now());
             }
           },
           Date.now(),

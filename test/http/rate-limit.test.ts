@@ -5,11 +5,30 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
-import { createTestApp, useTestApp } from '../helpers/app.js';
+import { createTestApp, useTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 import { createFreezableRelay } from '../helpers/relay.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * Minute 5, day 3: the 4th and 5th requests are refused by the day; the 6th passes the minute's limit too, and its
+ * Retry-After must still point at the day's reset (a client waiting a minute would only get another 429).
+ */
+async function dayUsedUpThenMinute(app: TestApp) {
+  const { key } = await app.account({ minute: 5, day: 3 });
+  const statuses: number[] = [];
+  let last: { status: number; headers: Headers; body: any } | undefined;
+  for (let i = 0; i < 6; i++) {
+    last = await app.request('GET', '/v1/documents', { key });
+    statuses.push(last.status);
+  }
+  assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429]);
+  assert.match(last!.body.error.message, /3 requests per day/);
+  const retryAfter = Number(last!.headers.get('retry-after'));
+  assert.ok(retryAfter > 60 && retryAfter <= 86_400, `Retry-After ${retryAfter}`);
+  assert.equal(last!.headers.get('x-ratelimit-remaining'), '0');
+}
 
 for (const dialect of DIALECTS) {
   describe(`rate limits, in memory (${dialect})`, () => {
@@ -65,6 +84,8 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.request('GET', '/v1/documents', { key: other.key })).status, 200);
       assert.equal((await t.request('GET', '/v1/documents', { key: other.key })).status, 429);
     });
+
+    test('day used up, then the minute too: Retry-After still points at the day', () => dayUsedUpThenMinute(t));
 
     test('day window: past the daily limit 429 with a Retry-After longer than a minute', async () => {
       const { key } = await t.account({ minute: 100, day: 2 });
@@ -139,6 +160,12 @@ describe('rate limits with Redis', () => {
     const keys = await redis.keys(`${keyPrefix}*`);
     if (keys.length) await redis.del(...keys);
     await redis.quit();
+  });
+
+  test('day used up, then the minute too: Retry-After still points at the day (counters in Redis)', async () => {
+    // Until connected, the node answers from its in-memory insurance limiter.
+    await t.limiter.ready();
+    await dayUsedUpThenMinute(t);
   });
 
   test('counters live in Redis: two API nodes with the same keyPrefix share one quota', async () => {
