@@ -6,6 +6,7 @@ import {
   Migrator,
   PostgresAdapter,
   PostgresDialect,
+  SqliteAdapter,
   SqliteDialect,
   sql,
   type DatabaseIntrospector,
@@ -262,6 +263,23 @@ class CurrentSchemaPostgresDialect extends PostgresDialect {
   }
 }
 
+/** How long a process waits for another's migrations on SQLite before giving up (a data migration can be slow). */
+const MIGRATION_WAIT_MS = 120_000;
+
+/** Takes SQLite's write lock, waiting (past busy_timeout) while another process migrates. */
+async function beginImmediate(db: Kysely<DB>) {
+  const deadline = Date.now() + MIGRATION_WAIT_MS;
+  for (;;) {
+    try {
+      await sql`begin immediate`.execute(db);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
   // Kysely looks for its migration tables in every schema unless told which one: with another schema in the
   // same database already migrated (parallel test files, two deployments side by side) it would skip
@@ -272,7 +290,21 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
     migrationTableSchema = rows[0]?.s;
   }
   const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
+  // Kysely takes no lock on SQLite (it assumes one process), so processes started together on a new file (serve
+  // and init, serve and worker) each ran the migrations and all but one failed: "table accounts already exists".
+  // They now run inside one write transaction taken at once (BEGIN IMMEDIATE): the others wait for it, then find
+  // the migrations applied. A failing migration is rolled back whole. PostgreSQL has Kysely's advisory lock.
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  if (sqlite) await beginImmediate(db);
+  let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  try {
+    outcome = await migrator.migrateToLatest();
+  } catch (err) {
+    if (sqlite) await sql`rollback`.execute(db);
+    throw err;
+  }
+  if (sqlite) await (outcome.error ? sql`rollback` : sql`commit`).execute(db);
+  const { error, results } = outcome;
   if (error) {
     const e = error instanceof Error ? error : new Error(String(error));
     // Which migration failed, not only the database's words for it.

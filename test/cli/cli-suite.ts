@@ -451,6 +451,28 @@ export function cliConfigSuite() {
       assert.doesNotMatch(db.stderr + redis.stderr, /Sup3rSecret|R3disPw/);
     });
 
+    test('processes started together on a new SQLite file migrate it once; inits started together make one account', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'parley-cli-'));
+      try {
+        // Kysely takes no migration lock on SQLite: each process ran the migrations and all but one failed with
+        // "table ... already exists" (about one run in two with four processes).
+        for (let round = 0; round < 3; round++) {
+          const url = `sqlite:${join(dir, `migrate-${round}.db`)}`;
+          const runs = await Promise.all([1, 2, 3, 4].map(() => cli(['migrate', '--json'], { DATABASE_URL: url })));
+          for (const r of runs) assert.equal(r.code, 0, r.stderr);
+          const applied = runs.map((r) => oneJson(r).applied.length as number).sort((a, b) => b - a);
+          assert.ok(applied[0]! > 0 && applied.slice(1).every((n) => n === 0), `applied: ${applied.join(', ')}`);
+        }
+        const url = `sqlite:${join(dir, 'init.db')}`;
+        const inits = await Promise.all([1, 2, 3, 4].map((i) => cli(['init', '--name', `Co ${i}`, '--json'], { DATABASE_URL: url })));
+        assert.deepEqual(inits.map((r) => r.code).sort(), [0, 2, 2, 2], inits.map((r) => r.stderr).join('\n'));
+        const listed = oneJson(await cli(['accounts', 'list', '--json'], { DATABASE_URL: url }));
+        assert.equal(listed.accounts.length, 1);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     test('a database that cannot be opened is named, without its password, with the reason, and the command exits', async () => {
       const refused = createServer(() => undefined);
       await new Promise<void>((r) => refused.listen(0, '127.0.0.1', r));
