@@ -16,7 +16,7 @@ import { PG_URL } from '../helpers/db.js';
 // The tests run the CLI as a user does, through bin/parley.js and the build: half the start-up time of running
 // the sources through tsx, which made these suites the slowest files of the run. npm test builds first.
 const ROOT = join(import.meta.dirname, '../..');
-const ENTRY = join(ROOT, 'bin/parley.js');
+export const ENTRY = join(ROOT, 'bin/parley.js');
 
 function newestMtime(dir: string): number {
   return Math.max(
