@@ -48,7 +48,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   const int = (name: string, fallback: number, min: number, max: number) => {
     const raw = str(name, String(fallback));
-    const n = Number(raw);
+    // Plain decimal digits: Number() would also take " 80", "0x50" and "8e1".
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
     if (!Number.isInteger(n) || n < min || n > max) {
       problems.push(`${name}=${JSON.stringify(raw)}: must be an integer from ${min} to ${max}`);
       return fallback;
@@ -81,6 +82,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const databaseUrl = str('DATABASE_URL', 'sqlite:./data/parley.db');
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     problems.push(`DATABASE_URL=${JSON.stringify(withoutPassword(databaseUrl))}: must start with sqlite: or postgres://`);
+  } else if (/^sqlite:\s*$/.test(databaseUrl)) {
+    // better-sqlite3 opens an empty path as a private in-memory database: everything written would vanish at exit
+    // (typically `sqlite:$UNSET_VARIABLE`). An in-memory database is asked for by name.
+    problems.push(`DATABASE_URL=${JSON.stringify(databaseUrl)}: names no file (sqlite:./data/parley.db; sqlite::memory: for a throwaway database)`);
   }
   const sqliteSynchronous = str('SQLITE_SYNCHRONOUS', 'full').toLowerCase();
   if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') {
@@ -107,6 +112,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const llmBase = str('LLM_BASE_URL', '');
+  if (llmBase && !/^https?:\/\/[^/\s]+/.test(llmBase)) {
+    problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: must be an http:// or https:// URL such as https://api.openai.com/v1`);
+  } else if (llmBase) {
+    try {
+      new URL(llmBase);
+    } catch {
+      problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: is not a valid URL`);
+    }
+  }
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
     host: str('HOST', '127.0.0.1'),

@@ -18,6 +18,7 @@ Usage:
   parley worker                       background worker only (webhook deliveries, timers)
   parley migrate                      apply database migrations
   parley init [--name NAME] [--plan pro] [--force]
+             [--rate-limit-minute N --rate-limit-day N]   (the limits: enterprise only)
                                       create a first account and a server key (printed once);
                                       refused once an account exists, unless --force
   parley demo [--account ID]          load a sample knowledge base into an account (the only one
@@ -53,6 +54,42 @@ function intFlag(name: string, v: string | undefined): number | undefined {
   const n = Number(v);
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--${name} must be a positive integer`);
   return n;
+}
+
+/**
+ * What each command takes: its options (besides --json and --help) and how many words follow the command and
+ * sub-command. Anything else is refused, so a forgotten `--` (`serve no-worker`) or a mistyped option is not
+ * silently ignored.
+ */
+const USAGE: Record<string, { options: readonly string[]; args?: number }> = {
+  serve: { options: ['no-worker'] },
+  worker: { options: [] },
+  migrate: { options: [] },
+  init: { options: ['name', 'plan', 'force', 'rate-limit-minute', 'rate-limit-day'] },
+  demo: { options: ['account'] },
+  backup: { options: ['to'] },
+  'accounts create': { options: ['name', 'plan', 'rate-limit-minute', 'rate-limit-day'] },
+  'accounts list': { options: [] },
+  'keys create': { options: ['account', 'type', 'scopes'] },
+  'keys list': { options: ['account'] },
+  'keys revoke': { options: [], args: 1 },
+  'webhooks verify': { options: ['secret', 'signature', 'body', 'body-file'] },
+};
+const WITH_SUBCOMMANDS = new Set(['accounts', 'keys', 'webhooks']);
+
+function checkUsage(positionals: string[], given: Record<string, unknown>) {
+  const [cmd, sub] = positionals;
+  const name = WITH_SUBCOMMANDS.has(cmd!) ? `${cmd} ${sub ?? ''}`.trim() : cmd!;
+  const usage = USAGE[name];
+  // Unknown commands and sub-commands get their own messages below.
+  if (!usage) return;
+  const words = positionals.slice(name.split(' ').length);
+  if (words.length > (usage.args ?? 0)) throw new UsageError(`parley ${name} takes no argument ${JSON.stringify(words[usage.args ?? 0])}; see parley --help`);
+  for (const option of Object.keys(given)) {
+    // Not given: undefined, or false for a flag (the defaults parseArgs fills in).
+    if (option === 'json' || option === 'help' || given[option] === undefined || given[option] === false || usage.options.includes(option)) continue;
+    throw new UsageError(`parley ${name} takes no --${option}; see parley --help`);
+  }
 }
 
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
@@ -93,10 +130,15 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(json ? `${JSON.stringify(obj)}\n` : `${text}\n`);
   };
   const [cmd, sub, arg] = positionals;
-  if (values.help || !cmd) {
+  if (values.help) {
     process.stdout.write(json ? `${JSON.stringify({ help: HELP })}\n` : `${HELP}\n`);
-    return cmd || values.help ? 0 : 2;
+    return 0;
   }
+  if (!cmd) {
+    if (!json) process.stderr.write(`${HELP}\n\n`);
+    throw new UsageError('a command is required; parley --help lists them');
+  }
+  checkUsage(positionals, values);
   if (cmd === 'webhooks') {
     if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]');
     if (!values.secret) throw new UsageError('--secret is required');
@@ -133,7 +175,15 @@ export async function main(argv: string[]): Promise<number> {
         // init sets up the first account; run again (a setup script, a second try) it must not make another.
         let created;
         try {
-          created = await ctx.services.accounts.initFirstAccount({ name: values.name ?? 'My company', plan: values.plan ?? 'pro' }, values.force ?? false);
+          created = await ctx.services.accounts.initFirstAccount(
+            {
+              name: values.name ?? 'My company',
+              plan: values.plan ?? 'pro',
+              rateLimitMinute: intFlag('rate-limit-minute', values['rate-limit-minute']),
+              rateLimitDay: intFlag('rate-limit-day', values['rate-limit-day']),
+            },
+            values.force ?? false,
+          );
         } catch (err) {
           if (!(err instanceof AccountsExistError)) throw err;
           const first = err.existing[err.existing.length - 1]!;

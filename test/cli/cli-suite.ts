@@ -392,6 +392,11 @@ export function cliConfigSuite() {
     test('a bad environment variable exits non-zero naming the variable', async () => {
       const cases = [
         ['PORT', 'abc', /PORT="abc": must be an integer/],
+        ['PORT', '0x10B', /PORT="0x10B": must be an integer/],
+        ['PORT', '1e3', /PORT="1e3": must be an integer/],
+        ['PORT', ' 4302', /PORT=" 4302": must be an integer/],
+        ['DATABASE_URL', 'sqlite:', /DATABASE_URL="sqlite:": names no file/],
+        ['LLM_BASE_URL', 'notaurl', /LLM_BASE_URL="notaurl": must be an http/],
         ['DATABASE_URL', 'mysql://x', /DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//],
         ['REDIS_URL', 'http://x', /REDIS_URL/],
         ['WEBHOOK_TIMEOUT', 'soon', /WEBHOOK_TIMEOUT/],
@@ -567,6 +572,38 @@ export function cliConfigSuite() {
       assert.match(flag.stderr, /bogus/);
       assert.equal(help.code, 0);
       assert.match(help.stdout, /parley accounts create --name NAME --plan free\|pro\|business\|enterprise/);
+    });
+
+    test('stray words, options a command does not take and a missing command are refused (exit 2), not ignored', async () => {
+      const cases: Array<[string[], RegExp]> = [
+        [['serve', 'no-worker', '--json'], /^parley serve takes no argument "no-worker"/],
+        [['serve', 'extra-arg', '--json'], /^parley serve takes no argument "extra-arg"/],
+        [['migrate', '--name', 'x', '--json'], /^parley migrate takes no --name/],
+        [['migrate', '--force', '--json'], /^parley migrate takes no --force/],
+        [['keys', 'revoke', 'key_a', 'key_b', '--json'], /^parley keys revoke takes no argument "key_b"/],
+        [['--json'], /^a command is required/],
+      ];
+      const runs = await Promise.all(cases.map(([args]) => cli(args, env)));
+      runs.forEach((r, i) => {
+        assert.equal(r.code, 2, `${cases[i]![0].join(' ')}: ${r.stderr}`);
+        assert.match(oneJson(r).error, cases[i]![1]);
+      });
+      const bare = await cli([], env);
+      assert.equal(bare.code, 2);
+      assert.equal(bare.stdout, '', 'nothing on stdout');
+      assert.match(bare.stderr, /Usage:[\s\S]*a command is required/);
+    });
+
+    test('init takes the enterprise plan with its two limits', async () => {
+      const db = await freshDatabase('sqlite');
+      try {
+        const r = await cli(['init', '--plan', 'enterprise', '--rate-limit-minute', '5', '--rate-limit-day', '10', '--json'], { DATABASE_URL: db.url });
+        assert.equal(r.code, 0, r.stderr);
+        const { account } = oneJson(r);
+        assert.deepEqual([account.plan, account.rateLimitMinute, account.rateLimitDay], ['enterprise', 5, 10]);
+      } finally {
+        await db.cleanup();
+      }
     });
   });
 }
