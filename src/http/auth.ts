@@ -16,6 +16,13 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** How many Authorization headers a request carries (rawHeaders alternates names and values). */
+function authorizationCount(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') n++;
+  return n;
+}
+
 /**
  * Requests meterUnmatched has counted. An unknown route reaches it through the not-found handler, or, when its
  * body cannot be parsed (Fastify parses before the not-found handler runs), through the error handler: counted
@@ -87,6 +94,9 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     if (!header) return done(new ApiError('UNAUTHORIZED', 'missing Authorization header; send "Authorization: Bearer <API_KEY>"'));
     const m = BEARER.exec(header);
     if (!m) return done(new ApiError('UNAUTHORIZED', 'Authorization header must be "Bearer <API_KEY>"'));
+    // Node keeps the first of two Authorization headers; a proxy or a log may read the other and put the request
+    // down to another account. Two are refused rather than one picked.
+    if (authorizationCount(req.raw.rawHeaders) > 1) return done(new ApiError('INVALID_REQUEST', 'the Authorization header is sent more than once; send one'));
     const secret = m[1]!;
     const cached = accounts.cachedAuth(secret);
     if (cached) return admit(req, reply, cached, scope, done);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { describe, test } from 'node:test';
 import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
 import { hashKey } from '../../src/modules/accounts/accounts.service.js';
@@ -64,6 +65,29 @@ for (const dialect of DIALECTS) {
       const { key } = await t.account();
       assert.equal((await t.request('GET', '/v1/documents', { headers: { authorization: `bearer ${key}` } })).status, 200);
       assert.equal((await t.request('GET', '/v1/documents', { headers: { authorization: `Bearer   ${key}  ` } })).status, 200);
+    });
+
+    test('two Authorization headers are refused, whichever keys they carry', async () => {
+      const a = await t.account();
+      const b = await t.account();
+      const send = (values: string[]) =>
+        new Promise<{ status: number; body: any }>((resolve, reject) => {
+          const req = request(`${t.baseUrl}/v1/documents`, (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          });
+          req.setHeader('authorization', values); // one header line per value
+          req.on('error', reject);
+          req.end();
+        });
+      for (const values of [[`Bearer ${a.key}`, `Bearer ${b.key}`], [`Bearer ${a.key}`, `Bearer ${a.key}`]]) {
+        const r = await send(values);
+        assert.equal(r.status, 400);
+        assert.equal(r.body.error.code, 'INVALID_REQUEST');
+        assert.match(r.body.error.message, /Authorization header is sent more than once/);
+      }
+      assert.equal((await send([`Bearer ${a.key}`])).status, 200);
     });
 
     test('a public key (pk_) only has chat: 403 FORBIDDEN on documents and FAQs', async () => {
