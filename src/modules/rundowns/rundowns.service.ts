@@ -130,9 +130,6 @@ export function createRundownsService(deps: {
   async function suggest(trx: Transaction<DB>, accountId: string, top: UnansweredGroup[]) {
     const candidates = top.filter((g) => g.count >= SUGGEST_AT_COUNT);
     if (candidates.length === 0) return [];
-    // Two rundowns of one account at once (a manual one during the scheduled one) would otherwise both see
-    // the question as new and file it twice.
-    if (dialect === 'postgres') await repo.lockAccount(trx, accountId);
     const known = new Set((await repo.faqQuestions(trx, accountId)).map((f) => normaliseQuestion(f.question)));
     const out: RundownRecord['suggestedFaqs'] = [];
     for (const g of candidates) {
@@ -192,6 +189,11 @@ export function createRundownsService(deps: {
         body: JSON.stringify(body),
         created_at: now,
       };
+      // Two rundowns of one account at once (a manual one during the scheduled one, two manual ones) would both see
+      // a question as new and file it twice: with something to suggest, they take turns on the account row. Locked
+      // before the rundown row is inserted: that insert takes a key-share lock on the account (its foreign key), and
+      // two transactions each holding one and then asking for the update lock deadlocked (a 500 on PostgreSQL).
+      if (dialect === 'postgres' && top.some((g) => g.count >= SUGGEST_AT_COUNT)) await repo.lockAccount(trx, accountId);
       // Claim first: the loser of a race for a scheduled window stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) return null;
       body.suggestedFaqs = await suggest(trx, accountId, top);

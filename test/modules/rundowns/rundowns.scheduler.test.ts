@@ -80,5 +80,19 @@ for (const dialect of DIALECTS) {
       for (const r of last) assert.equal(JSON.parse(r.figures).conversations, 0);
       assert.equal((await generatedEvents()).length, 3);
     });
+
+    test('manual rundowns of a period with something to suggest, requested together, all succeed', async () => {
+      // On PostgreSQL each inserted its rundown (a key-share lock on the account row, by the foreign key) and then
+      // asked for the account row's update lock: two of them deadlocked, and one answered 500.
+      for (let round = 0; round < 2; round++) {
+        const made = await Promise.all(
+          [1, 2, 3, 4, 5].map(() => t.request('POST', '/v1/rundowns', { key: t.key, body: { from: iso(T0), to: iso(T0 + DAY) } })),
+        );
+        assert.deepEqual(made.map((r) => r.status), [201, 201, 201, 201, 201], made.map((r) => r.text).join('\n'));
+        for (const r of made) assert.equal(r.body.data.figures.unansweredQuestions, 2);
+      }
+      const pending = await t.request('GET', '/v1/faqs?status=pending', { key: t.key });
+      assert.equal(pending.body.data.total, 1, 'the question is filed once, by the scheduled rundown');
+    });
   });
 }
