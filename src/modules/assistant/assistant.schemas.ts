@@ -1,8 +1,11 @@
 import { Type, type Static } from 'typebox';
+import { TEXT_PATTERNS } from '../../http/schemas.js';
 
-const Name = Type.String({ minLength: 1, maxLength: 100 });
+// The name and the tone are one line: the name is the persona of conversations (and their events), the tone a few
+// words for an LLM provider.
+const Name = Type.String({ minLength: 1, maxLength: 100, pattern: TEXT_PATTERNS.singleLine.pattern });
 const Greeting = Type.String({ minLength: 1, maxLength: 1_000 });
-const Tone = Type.String({ minLength: 1, maxLength: 200, description: 'a few words, e.g. "friendly and concise"' });
+const Tone = Type.String({ minLength: 1, maxLength: 200, pattern: TEXT_PATTERNS.singleLine.pattern, description: 'a few words, e.g. "friendly and concise"' });
 
 export const AssistantSettings = Type.Object({ name: Type.String(), greeting: Type.String(), tone: Type.String() });
 export type AssistantSettings = Static<typeof AssistantSettings>;

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
+import { rejectBlank } from '../../http/errors.js';
 import { answerWithFallback, OpenAiCompatibleProvider, type AnswerProvider } from './llm.js';
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
@@ -98,6 +99,8 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
     settings,
 
     async updateSettings(accountId: string, body: UpdateAssistantSettingsBody) {
+      // Customers read all three: a greeting of spaces, or "Hi! I'm    ", is a mistake.
+      for (const f of ['name', 'greeting', 'tone'] as const) rejectBlank(`body.${f}`, body[f]);
       // Read and written in one transaction, the read locked: two PUTs of different fields both stay.
       return writeTransaction(db, async (trx) => {
         const next = { ...settingsFrom(await repo.settings(trx, accountId, true)), ...body };

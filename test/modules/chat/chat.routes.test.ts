@@ -235,6 +235,23 @@ for (const dialect of DIALECTS) {
       const hello = await t.request('POST', `/v1/chat/conversations/${plain.body.data.conversation.id}/messages`, { key: publicKey, body: { content: 'hello' } });
       assert.equal(hello.body.data.messages[1].content, 'Hello! How can I help you today?');
     });
+
+    test('persona settings refuse blank values and a name or tone of several lines, naming the field; nothing changes', async () => {
+      const before = (await t.request('GET', '/v1/settings/assistant', { key: t.key })).body.data;
+      for (const [body, field] of [
+        [{ name: '   ' }, 'name'],
+        [{ greeting: ' \u200b ' }, 'greeting'],
+        [{ tone: '\t' }, 'tone'],
+        [{ name: 'Ze\nd' }, 'name'],
+        [{ name: 'Zed', tone: 'warm\nand brief' }, 'tone'],
+      ] as const) {
+        const r = await t.request('PUT', '/v1/settings/assistant', { key: t.key, body });
+        assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+        assert.equal(r.body.error.code, 'INVALID_REQUEST');
+        assert.match(r.body.error.message, new RegExp(`^body\\.${field}`));
+      }
+      assert.deepEqual((await t.request('GET', '/v1/settings/assistant', { key: t.key })).body.data, before);
+    });
   });
 }
 
