@@ -29,7 +29,10 @@ export interface CompiledTrigger {
 }
 
 const PHONE = /(?:\+?\d[\d\s().-]{5,20}\d)/;
-const NUMBER = /-?\d+(?:[.,]\d+)*/;
+/** A date written as digits (2026-11-24, 24/11/2026, 24.11.2026) has a phone number's shape but is not one. */
+const DATE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})$/;
+// Not the tail of a longer token: ".5" is one number (0.5), not 5.
+const NUMBER = /(?<![\d.,])-?(?:\d+(?:[.,]\d+)*|\.\d+)/;
 /** Customer text is cut to this before a pattern runs on it: owner patterns meet untrusted input. */
 const MAX_SCAN_CHARS = 1_000;
 
@@ -116,13 +119,25 @@ const SHAPE: Record<Exclude<Field['type'], 'pattern'>, string> = {
   text: "(?:(?!\\s(?:and|but|so|because|which|who|with)\\b)[^,.;!?\\n]){1,80}?(?=\\s*(?:[,.;!?\\n]|\\s(?:and|but|so|because|which|who|with)\\b|$))",
 };
 
-function typed(field: Field, raw: string): string | number {
+/**
+ * A number as customers write it: 12, -3, 4.5, 4,5 (decimal comma), .5, 1,234 and 1,234.56 (thousands commas),
+ * 1.000.000 and 1.234,56 (thousands dots). Undefined for anything else ("1,2,3"): a `number` field is a JSON
+ * number or absent, never a string.
+ */
+export function parseNumber(raw: string): number | undefined {
   const v = raw.trim();
-  if (field.type === 'number') {
-    const n = Number(v.replace(/,(?=\d{3}\b)/g, '').replace(',', '.'));
-    return Number.isFinite(n) ? n : v;
-  }
-  return v;
+  let text: string | null = null;
+  if (/^-?\d+$/.test(v) || /^-?\d*\.\d+$/.test(v)) text = v;
+  else if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(v)) text = v.replaceAll(',', '');
+  else if (/^-?\d{1,3}(?:\.\d{3})+(?:,\d+)?$/.test(v)) text = v.replaceAll('.', '').replace(',', '.');
+  else if (/^-?\d+,\d+$/.test(v)) text = v.replace(',', '.');
+  const n = text === null ? NaN : Number(text);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function typed(field: Field, raw: string): string | number | undefined {
+  const v = raw.trim();
+  return field.type === 'number' ? parseNumber(v) : v;
 }
 
 /** The fields found in the conversation (absent fields are left out). `customerTexts` are oldest first. */
@@ -131,7 +146,8 @@ export function extractFields(fields: readonly Field[], customerTexts: readonly 
   const out: Record<string, string | number> = {};
   for (const field of fields) {
     const value = field.type === 'pattern' ? byPattern(field.pattern ?? '', texts) : (labelled(field, texts) ?? unlabelled(field, texts, knownEmail));
-    if (value !== undefined && value !== '') out[field.key] = typed(field, value);
+    const v = value === undefined || value === '' ? undefined : typed(field, value);
+    if (v !== undefined) out[field.key] = v;
   }
   return out;
 }
@@ -152,10 +168,12 @@ function unlabelled(field: Field, texts: string[], knownEmail: string | null): s
     case 'email':
       return first(EMAIL, texts) ?? knownEmail ?? undefined;
     case 'phone': {
+      // The first run that is a phone number: "items 1 2 3 4, call me on 0612345678" has a shorter run first.
       for (const t of texts) {
-        const m = PHONE.exec(t)?.[0];
-        const digits = m?.replace(/\D/g, '').length ?? 0;
-        if (m && digits >= 7 && digits <= 15) return m;
+        for (const [m] of t.matchAll(new RegExp(PHONE.source, 'g'))) {
+          const digits = m.replace(/\D/g, '').length;
+          if (digits >= 7 && digits <= 15 && !DATE.test(m.trim())) return m;
+        }
       }
       return undefined;
     }

@@ -59,6 +59,33 @@ test('unlabelled values are taken by shape, and only when unambiguous for number
   assert.deepEqual(extractFields([email], ['use new@example.org'], 'known@example.org'), { email: 'new@example.org' });
 });
 
+test('a number field is a JSON number or absent: written forms customers use are read, anything else is left out', () => {
+  const qty = { key: 'qty', type: 'number' as const };
+  const read = (text: string) => extractFields([qty], [text], null).qty;
+  const cases: Array<[string, number | undefined]> = [
+    ['qty: 12', 12],
+    ['qty: -3', -3],
+    ['qty: 4.5', 4.5],
+    ['qty: 4,5', 4.5],
+    ['qty: .5', 0.5],
+    ['qty: 1,234', 1234],
+    ['qty: 1,234.56', 1234.56],
+    ['qty: 1.000.000', 1000000],
+    ['qty: 1.234,56', 1234.56],
+    ['qty: 1,2,3', undefined],
+    ['qty: 1.2.3', undefined],
+  ];
+  for (const [text, expected] of cases) assert.equal(read(text), expected, text);
+  assert.deepEqual(extractFields([qty], ['order number: 1.000.000'], null), { qty: 1000000 }, 'unlabelled, one number');
+});
+
+test('a phone field skips phone-shaped runs that are not one (too few digits, a date) for the next', () => {
+  const tel = { key: 'tel', type: 'phone' as const };
+  assert.deepEqual(extractFields([tel], ['items 1 2 3 4 and call me on 0612345678'], null), { tel: '0612345678' });
+  assert.deepEqual(extractFields([tel], ['I was born 2026-11-24'], null), {});
+  assert.deepEqual(extractFields([tel], ['since 24/11/2026, my number is +33 6 12 34 56 78'], null), { tel: '+33 6 12 34 56 78' });
+});
+
 test('pattern fields take their first capture group, else the whole match', () => {
   assert.deepEqual(extractFields([{ key: 'order', type: 'pattern', pattern: 'ORD-(\\d{4,})' }], ['about ord-58213 please'], null), { order: '58213' });
   assert.deepEqual(extractFields([{ key: 'sku', type: 'pattern', pattern: '[A-Z]{2}\\d{3}' }], ['sku ab123'], null), { sku: 'ab123' });
