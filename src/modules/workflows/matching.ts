@@ -18,7 +18,7 @@
  * - an email field falls back to the email the conversation already knows (given at start or as contact).
  */
 import { RE2JS } from 're2js';
-import { analyze, EMAIL_IN_TEXT as EMAIL, editDistance, normalize } from '../assistant/text.js';
+import { analyze, EMAIL_IN_TEXT as EMAIL, normalize } from '../assistant/text.js';
 import type { Field } from './workflows.schemas.js';
 
 export interface CompiledTrigger {
@@ -26,6 +26,8 @@ export interface CompiledTrigger {
   terms: string[];
   /** Normalised phrase, for stopword-only phrases. */
   phrase: string;
+  /** Per term, the phrase's words (normalised, before stemming) that give it: typos are looked for on words. */
+  words: Map<string, string[]>;
 }
 
 const PHONE = /(?:\+?\d[\d\s().-]{5,20}\d)/;
@@ -39,25 +41,59 @@ const MAX_SCAN_CHARS = 1_000;
 const plainWords = (s: string) => normalize(s).replace(/[^a-z0-9]+/g, ' ').trim();
 
 export function compileTrigger(phrase: string): CompiledTrigger {
-  return { terms: [...new Set(analyze(phrase))], phrase: plainWords(phrase) };
+  const plain = plainWords(phrase);
+  const words = new Map<string, string[]>();
+  for (const w of plain.split(' ')) {
+    for (const t of analyze(w)) words.set(t, [...(words.get(t) ?? []), w]);
+  }
+  return { terms: [...new Set(analyze(phrase))], phrase: plain, words };
+}
+
+export interface AnalysedMessage {
+  terms: Set<string>;
+  plain: string;
+  /** The message's words, normalised, before stemming. */
+  words: Set<string>;
 }
 
 /** The analysed form of a message, computed once and shared by every trigger of every workflow. */
-export function analyseMessage(content: string): { terms: Set<string>; plain: string } {
-  return { terms: new Set(analyze(content)), plain: ` ${plainWords(content)} ` };
+export function analyseMessage(content: string): AnalysedMessage {
+  const plain = plainWords(content);
+  return { terms: new Set(analyze(content)), plain: ` ${plain} `, words: new Set(plain.split(' ')) };
 }
 
 /** Trigger words this long also match a message word one typo away ("scheduel" for "schedule"). */
 const FUZZY_MIN_LENGTH = 6;
 
-const nearlyIn = (terms: Set<string>, t: string) => {
-  if (t.length < FUZZY_MIN_LENGTH) return false;
-  for (const m of terms) if (m.length >= FUZZY_MIN_LENGTH - 1 && Math.abs(m.length - t.length) <= 1 && editDistance(m, t) <= 1) return true;
+/**
+ * One typo apart: one letter inserted, dropped or changed, or two neighbours swapped ("delete" ~ "delte", "deleet",
+ * "delate"). Compared on words as written, not stems: stemming a misspelt word does not cut it where it cuts the
+ * word ("delte" → "delt" against "delet"), and a swap is one slip of the fingers, not two.
+ */
+export function oneTypoApart(a: string, b: string): boolean {
+  if (a === b) return false;
+  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
+  if (l.length - s.length > 1) return false;
+  let i = 0;
+  while (i < s.length && s[i] === l[i]) i++;
+  if (s.length === l.length) {
+    if (s.slice(i + 1) === l.slice(i + 1)) return true; // changed
+    return s[i] === l[i + 1] && s[i + 1] === l[i] && s.slice(i + 2) === l.slice(i + 2); // swapped
+  }
+  return s.slice(i) === l.slice(i + 1); // inserted or dropped
+}
+
+/** Whether the message has a word one typo away from one of the trigger's words for term `t`. */
+const typoOf = (message: AnalysedMessage, trigger: CompiledTrigger, t: string) => {
+  for (const w of trigger.words.get(t) ?? []) {
+    if (w.length < FUZZY_MIN_LENGTH) continue;
+    for (const m of message.words) if (oneTypoApart(w, m)) return true;
+  }
   return false;
 };
 
-export function matchesTrigger(message: { terms: Set<string>; plain: string }, trigger: CompiledTrigger): boolean {
-  if (trigger.terms.length > 0) return trigger.terms.every((t) => message.terms.has(t) || nearlyIn(message.terms, t));
+export function matchesTrigger(message: AnalysedMessage, trigger: CompiledTrigger): boolean {
+  if (trigger.terms.length > 0) return trigger.terms.every((t) => message.terms.has(t) || typoOf(message, trigger, t));
   return trigger.phrase.length > 0 && message.plain.includes(` ${trigger.phrase} `);
 }
 

@@ -15,6 +15,22 @@ test('a trigger matches when every content word of the phrase is in the message,
   assert.ok(matches('cancel my subscription', 'pls cancle my subscription'));
   assert.ok(!matches('book a demo', 'book a dema'));
   assert.ok(!matches('schedule a demo', 'can I schdl a demo'));
+  // typos are looked for on words as written (stems of misspelt words are cut elsewhere), a swap is one typo
+  for (const [phrase, message] of [
+    ['delete account', 'please delte my account'],
+    ['delete account', 'please deleet my account'],
+    ['change password', 'chnage password'],
+    ['cancel subscription', 'cancel my subscrption'],
+    ['update billing', 'updte billing'],
+    ['schedule a demo', 'shcedule a demo'],
+    ['send a request', 'send a reqeust'],
+    ['upgrade plan', 'upgarde plan'],
+    ['delivery address', 'delivry address'],
+  ]) {
+    assert.ok(matches(phrase!, message!), `${phrase} ~ ${message}`);
+  }
+  assert.ok(!matches('delete account', 'please dlt my account'), 'two typos');
+  assert.ok(!matches('update plan', 'upd plan'));
   // synonyms of the assistant's analysis apply: "money back" is refund
   assert.ok(matches('refund request', 'I want my money back, this is a request'));
 });
