@@ -215,6 +215,15 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     if (schema.querystring === undefined) schema.querystring = NoQuery;
     if (schema.body === undefined && hooksOf(route.method).some((m) => m === 'POST' || m === 'PUT' || m === 'DELETE')) schema.body = NoBody;
   });
+  // The OpenAPI document names the scope each operation needs (OpenAPI 3.1 lets a bearer requirement list roles),
+  // so a generated client or a reader knows which key to use before meeting a 403.
+  app.addHook('onRoute', (route) => {
+    const scope = (route.config as { scope?: string } | undefined)?.scope;
+    const schema = route.schema as { hide?: boolean; security?: unknown; description?: string } | undefined;
+    if (!scope || !schema || schema.hide) return;
+    schema.security = [{ bearer: [scope] }];
+    schema.description = `${schema.description ? `${schema.description}\n\n` : ''}Needs an API key with the \`${scope}\` scope.`;
+  });
   // After the hook above: a route given NoBody there takes no body at all, so it gets the optional-body hook too.
   registerOptionalBody(app);
 

@@ -84,6 +84,21 @@ describe('OpenAPI document', () => {
     assert.deepEqual(doc.security, [{ bearer: [] }]);
   });
 
+  test('every operation names the scope its key needs', () => {
+    const scopes = new Map<string, string>();
+    for (const [path, item] of Object.entries(doc.paths) as [string, any][]) {
+      for (const [method, op] of Object.entries(item) as [string, any][]) {
+        assert.equal(op.security?.length, 1, `${method} ${path}`);
+        const [scope] = op.security[0].bearer;
+        assert.match(op.description, new RegExp(`the \`${scope}\` scope`));
+        scopes.set(`${method} ${path}`, scope);
+      }
+    }
+    assert.equal(scopes.get('get /documents'), 'documents:read');
+    assert.equal(scopes.get('post /webhooks'), 'webhooks:write');
+    assert.equal(scopes.get('post /chat/conversations/{id}/messages'), 'chat');
+  });
+
   test('lists exactly the API routes (health and the document itself are hidden)', () => {
     const listed = Object.entries(doc.paths).flatMap(([path, item]: [string, any]) => Object.keys(item).map((m) => `${m} ${path}`));
     assert.deepEqual(listed.sort(), ROUTES.map(([m, p]) => `${m} ${p}`).sort());
