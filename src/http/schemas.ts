@@ -80,7 +80,9 @@ export const DECIMAL_DIGITS = 'plain decimal digits (1e1, 0x10 and 5.0 are refus
 /** limit 1..100 (default 20) and offset ≥ 0 for every list (CONTRACT §4). */
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: DECIMAL_DIGITS }),
-  offset: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0, description: DECIMAL_DIGITS }),
+  // Any offset ≥ 0 (CONTRACT §4): past the end is an empty page with the real total. The bound is only where a
+  // JSON number stops being an exact integer.
+  offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: DECIMAL_DIGITS }),
 };
 
 export const Deleted = Type.Object({ deleted: Type.Boolean() });

@@ -127,6 +127,14 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.body.data.limit, 10);
       assert.equal(ok.body.data.offset, 7);
       assertInvalid(await t.request('GET', '/v1/documents?offset=-1', { key: t.key }), /^query\.offset must be at least 0$/);
+      // Any offset >= 0 (CONTRACT §4): far past the end is an empty page with the real total, on every list.
+      for (const path of ['/v1/documents', '/v1/faqs', '/v1/conversations', '/v1/webhooks', '/v1/workflows', '/v1/rundowns']) {
+        const far = await t.request('GET', `${path}?offset=99999999999`, { key: t.key });
+        assert.equal(far.status, 200, `${path}: ${far.text}`);
+        assert.equal(far.body.data.offset, 99999999999);
+        assert.equal(typeof far.body.data.total, 'number');
+        assert.deepEqual(Object.values(far.body.data).find(Array.isArray), []);
+      }
       assertInvalid(await t.request('GET', '/v1/documents?limit=101', { key: t.key }), /^query\.limit must be at most 100$/);
     });
 
