@@ -334,6 +334,29 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a list whose last page runs empty moves back to the last page with rows', async () => {
+      const own = await t.account();
+      for (let i = 0; i < 21; i++) {
+        const r = await t.request('POST', '/v1/webhooks', { key: own.key, body: { url: `${rx.url}/page/${i}`, events: ['escalation'], secret: 'whsec_dashboard_page' } });
+        assert.equal(r.status, 201, r.text);
+      }
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, own.key);
+        const pagerText = () => page.$('[data-pager=webhooks] span')?.textContent ?? '';
+        await until(() => pagerText() === '1–20 of 21', 'the first page');
+        click(page.$('[data-pager=webhooks] [data-action=next]'), 'next');
+        await until(() => pagerText() === '21–21 of 21', 'the second page');
+        click(page.$('#webhooks tbody tr[data-id] [data-action=delete]'), 'delete');
+        await until(() => pagerText() === '1–20 of 20', 'back on the first page');
+        assert.equal(page.document.querySelectorAll('#webhooks tbody tr[data-id]').length, 20);
+        assert.doesNotMatch(page.$('#webhooks')!.textContent!, /No webhooks yet/);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
     test('a key without the webhooks scope: signed in, and every refusal is shown with its message', async () => {
       const { key: narrow } = await t.account({ scopes: ['conversations:read'] });
       const page = await openDashboard(t);

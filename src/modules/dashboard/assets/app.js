@@ -15,13 +15,14 @@
   const PAGE_SIZE = 20;
 
   /** Paging and filters per screen; kept while the tab is open so going back to a list keeps its page. */
-  const state = {
+  const initialState = () => ({
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
     conversations: { status: 'all', offset: 0 },
     documents: { status: 'all', offset: 0 },
     faqs: { status: 'all', offset: 0 },
-  };
+  });
+  let state = initialState();
 
   const byId = (id) => document.getElementById(id);
 
@@ -222,6 +223,8 @@
 
   function signOut() {
     sessionStorage.removeItem(KEY_STORAGE);
+    // The next key may be another account's: its lists start on their first page, unfiltered.
+    state = initialState();
     renderSeq++;
     showSignIn();
     showMessage('Signed out. The key was removed from this tab.', 'info');
@@ -230,6 +233,17 @@
   // ---------------------------------------------------------------------------------------------
   // Shared pieces
   // ---------------------------------------------------------------------------------------------
+
+  /**
+   * One page of a list at the screen's offset (`s.offset`). When the page has run empty under it (its last row was
+   * deleted, or approved out of a filter), the screen moves back to the last page that has rows.
+   */
+  async function listPage(path, s, query) {
+    const page = await api('GET', path, { query: { ...query, limit: PAGE_SIZE, offset: s.offset } });
+    if (page.total === 0 || s.offset < page.total) return page;
+    s.offset = Math.floor((page.total - 1) / PAGE_SIZE) * PAGE_SIZE;
+    return api('GET', path, { query: { ...query, limit: PAGE_SIZE, offset: s.offset } });
+  }
 
   function pager(page, onOffset, name) {
     const from = page.total === 0 ? 0 : page.offset + 1;
@@ -352,7 +366,7 @@
   }
 
   async function webhooksView(mount) {
-    const page = await api('GET', '/webhooks', { query: { limit: PAGE_SIZE, offset: state.webhooks.offset } });
+    const page = await listPage('/webhooks', state.webhooks, {});
     const rows = page.webhooks.map((w) =>
       h(
         'tr',
@@ -446,7 +460,7 @@
     const path = `/webhooks/${encodeURIComponent(id)}`;
     const [w, page, delivery] = await Promise.all([
       api('GET', path),
-      api('GET', `${path}/deliveries`, { query: { status: state.deliveries.status, limit: PAGE_SIZE, offset: state.deliveries.offset } }),
+      listPage(`${path}/deliveries`, state.deliveries, { status: state.deliveries.status }),
       deliveryId ? api('GET', `${path}/deliveries/${encodeURIComponent(deliveryId)}`) : null,
     ]);
     const hookHash = `#/webhooks/${encodeURIComponent(w.id)}`;
@@ -502,7 +516,7 @@
 
   async function conversationsView(mount) {
     const s = state.conversations;
-    const page = await api('GET', '/conversations', { query: { status: s.status, limit: PAGE_SIZE, offset: s.offset } });
+    const page = await listPage('/conversations', s, { status: s.status });
     const rows = page.conversations.map((c) =>
       h(
         'tr',
@@ -595,8 +609,8 @@
     const ds = state.documents;
     const fs = state.faqs;
     const [docs, faqs] = await Promise.all([
-      api('GET', '/documents', { query: { status: ds.status, limit: PAGE_SIZE, offset: ds.offset } }),
-      api('GET', '/faqs', { query: { status: fs.status, limit: PAGE_SIZE, offset: fs.offset } }),
+      listPage('/documents', ds, { status: ds.status }),
+      listPage('/faqs', fs, { status: fs.status }),
     ]);
     const docRows = docs.documents.map((d) =>
       h('tr', { 'data-id': d.id }, h('td', {}, d.title), h('td', {}, badge(d.status, d.status === 'active' ? 'ok' : 'wait')), h('td', {}, fmtTime(d.updatedAt))),
