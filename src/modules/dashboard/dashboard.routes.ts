@@ -8,6 +8,16 @@ import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
  * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
  * install serves them without src/.
  */
+/**
+ * If-None-Match as RFC 9110 §13.1.2 reads it: `*`, or a list of tags compared weakly (`W/"x"` matches `"x"`), as a
+ * caching proxy may send them; browsers send the exact tag.
+ */
+function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 
 /**
@@ -65,7 +75,7 @@ export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
         // no-cache = revalidate every time, so a new release is picked up at once; the ETag keeps that cheap.
         .header('cache-control', 'no-cache')
         .header('etag', asset.etag);
-      if (req.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+      if (etagMatches(req.headers['if-none-match'], asset.etag)) return reply.code(304).send();
       return reply.type(asset.type).send(asset.body);
     },
   });
