@@ -26,6 +26,7 @@
 import { isChosenName } from './assistant.schemas.js';
 import { detectHandoff, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
+import { stripMarkup } from './text.js';
 
 export interface Persona {
   name?: string;
@@ -125,7 +126,7 @@ export function isNoAnswerText(content: string): boolean {
 
 /** Retrieve + decide + compose. Pure and synchronous. */
 export function answer(index: KnowledgeIndex, question: string, opts: AnswerOptions = {}): AssistantAnswer {
-  const q = question.trim();
+  const q = stripMarkup(question).trim();
   if (detectHandoff(q)) {
     return { kind: 'handoff', content: HANDOFF_TEXT, sources: [], confidence: 1, topics: [] };
   }

@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { answer as defaultAnswer, decide, DEFAULT_MIN_CONFIDENCE, type AnswerOptions, type AssistantAnswer, type ChatTurn, type Persona } from './answerer.js';
 import { detectHandoff, smallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex } from './retrieval.js';
+import { stripMarkup } from './text.js';
 
 export interface AnswerProviderInput {
   question: string;
@@ -144,6 +145,8 @@ export async function answerWithFallback(
   question: string,
   opts: FallbackOptions = {},
 ): Promise<AssistantAnswer & { provider: 'llm' | 'default' }> {
+  // As the default answerer reads it (answerer.ts): markup a widget passed through is not the customer's words.
+  question = stripMarkup(question);
   const fallback = (reason: string, err?: unknown) => {
     opts.onFallback?.(reason, err);
     return { ...defaultAnswer(index, question, opts), provider: 'default' as const };

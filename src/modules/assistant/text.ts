@@ -466,3 +466,16 @@ export function editDistance(a: string, b: string): number {
   }
   return prev[n]!;
 }
+
+/**
+ * Text without HTML markup: script and style elements with their content, comments, tags and character
+ * references. A widget may pass markup through ("How long do refunds take? <img src=x onerror=…>"); its words
+ * ("img", "onerror") are not the customer's, and counted as unknown topical words they made the assistant abstain.
+ */
+export function stripMarkup(text: string): string {
+  return text
+    .replace(/<(script|style)\b[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi, ' ')
+    .replace(/<!--[\s\S]*?(?:-->|$)/g, ' ')
+    .replace(/<\/?[a-z][^<>]*>/gi, ' ')
+    .replace(/&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi, ' ');
+}

@@ -9,7 +9,7 @@ import { settingsFrom, type AssistantService } from '../assistant/assistant.serv
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
 import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
-import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from '../assistant/text.js';
+import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, stripMarkup, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import type { WorkflowsService } from '../workflows/workflows.service.js';
@@ -52,11 +52,7 @@ export function documentLabel(title: string, id: string) {
  * `jo@acme.test` never becomes a topic. Messages are at most 4,000 characters, which bounds the scans.
  */
 export function topicText(text: string) {
-  return text
-    .replace(/<(script|style)\b[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi, ' ')
-    .replace(/<!--[\s\S]*?(?:-->|$)/g, ' ')
-    .replace(/<\/?[a-z][^<>]*>/gi, ' ')
-    .replace(/&(?:#\d+|#x[0-9a-f]+|[a-z]+);/gi, ' ')
+  return stripMarkup(text)
     .replace(EMAILS_IN_TEXT, ' ')
     .replace(/\b(?:https?:\/\/|www\.)\S*/gi, ' ');
 }

@@ -52,6 +52,19 @@ test('answer cites sources in rank order, at most 3, and uses the best text', ()
   assert.deepEqual(a.sources, hits.filter((h) => h.score >= hits[0]!.score * 0.35).map((h) => h.sourceId));
 });
 
+test('markup a widget passed through is not part of the question', () => {
+  const plain = answer(index, 'How long should I brew green tea?');
+  for (const q of [
+    'How long should I brew green tea? <img src=x onerror=alert(1)>',
+    '<p>How long should I <b>brew</b> green tea?</p><script>document.cookie</script>',
+    'How long should I brew green tea?&nbsp;<!-- tracking -->',
+  ]) {
+    const a = answer(index, q);
+    assert.equal(a.kind, 'answer', q);
+    assert.deepEqual(a.sources, plain.sources, q);
+  }
+});
+
 test('abstains, citing nothing, when nothing matches', () => {
   for (const q of ['Do you have a loyalty programme for students?', 'what is the capital of peru', 'zzqx flurbo', 'Do you sell coffee grinders?']) {
     const a = answer(index, q);
