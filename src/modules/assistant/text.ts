@@ -18,6 +18,7 @@ export function normalize(text: string): string {
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
+    .replace(/ß/g, 'ss')
     .replace(/[\u2018\u2019\u02bc`´]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u2010-\u2015\u2212]/g, '-')
@@ -35,9 +36,27 @@ export function words(text: string): string[] {
     .replace(/(\d)[.,](\d)/g, '$1$2')
     .replace(/\bp\. ?o\.? ?(?=box)/g, 'po ');
   const out: string[] = [];
-  for (const m of norm.matchAll(/[a-z0-9]+/g)) if (m[0].length <= MAX_WORD_LENGTH) out.push(m[0]);
+  for (const m of norm.matchAll(/[\p{L}\p{N}]+/gu)) {
+    const w = m[0];
+    if (w.length > MAX_WORD_LENGTH) continue;
+    if (!UNSPACED.test(w)) {
+      out.push(w);
+      continue;
+    }
+    // Chinese and Japanese are written without spaces: a run of their characters is read as its overlapping
+    // pairs ("退货政策" → 退货 货政 政策), the usual unit for matching such text without a dictionary; other
+    // letters in the run (Latin, digits) stay words of their own.
+    for (const part of w.split(/([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+)/u)) {
+      if (!part) continue;
+      if (!UNSPACED.test(part)) out.push(part);
+      else if (part.length === 1) out.push(part);
+      else for (let i = 0; i + 1 < part.length; i++) out.push(part.slice(i, i + 2));
+    }
+  }
   return out;
 }
+
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 
 /**
  * Longer runs are not words (a pasted hash, base64, "xxxx…") and cost quadratic time downstream: the spelling
@@ -124,7 +143,8 @@ const sV = new RegExp('^(' + CC + ')?' + V);
 const stemCache = new Map<string, string>();
 
 export function stem(word: string): string {
-  if (word.length < 3 || /\d/.test(word)) return word;
+  // Porter's rules are for English: words of other scripts are matched as written.
+  if (word.length < 3 || /\d/.test(word) || !/^[a-z]+$/.test(word)) return word;
   const cached = stemCache.get(word);
   if (cached !== undefined) return cached;
   let w = word;

@@ -38,7 +38,7 @@ const NUMBER = /(?<![\d.,])-?(?:\d+(?:[.,]\d+)*|\.\d+)/;
 /** Customer text is cut to this before a pattern runs on it: owner patterns meet untrusted input. */
 const MAX_SCAN_CHARS = 1_000;
 
-const plainWords = (s: string) => normalize(s).replace(/[^a-z0-9]+/g, ' ').trim();
+const plainWords = (s: string) => normalize(s).replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 
 export function compileTrigger(phrase: string): CompiledTrigger {
   const plain = plainWords(phrase);

@@ -157,3 +157,21 @@ test('an entry that changes status is re-indexed with it', () => {
   assert.ok(!idx.search('gift wrap my order', 6).some((h) => h.sourceId === GIFT_WRAP_DRAFT.id));
   assert.equal(idx.searchDetailed('gift wrap my order', 6).terms.find((t) => t.term === stem('wrap'))?.known, false);
 });
+
+test('knowledge in other scripts is searched as written: Cyrillic words, Chinese and Japanese as character pairs', () => {
+  const multi = KnowledgeIndex.build(
+    [
+      { id: 'doc-ru', title: 'Возврат товара', content: 'Вернуть товар можно в течение 30 дней после доставки. Деньги вернутся на карту за 5 дней.' },
+      { id: 'doc-zh', title: '退货政策', content: '收到商品后三十天内可以申请退货，退款将在五个工作日内退回原支付方式。' },
+      { id: 'doc-ja', title: '配送について', content: 'ご注文から三日以内に発送します。送料は全国一律五百円です。' },
+    ],
+    [{ id: 'faq-de', question: 'Wie ändere ich meine Straße in der Lieferadresse?', answer: 'Im Kundenkonto unter Adressen.', category: 'konto' }],
+  );
+  const best = (q: string) => multi.search(q, 3)[0]?.sourceId;
+  assert.equal(best('Как вернуть товар?'), 'doc-ru');
+  assert.equal(best('怎么申请退货？'), 'doc-zh');
+  assert.equal(best('送料はいくらですか'), 'doc-ja');
+  assert.equal(best('strasse andern lieferadresse'), 'faq-de', 'ß is ss, accents dropped');
+  // English is analysed as before: nothing of these entries answers it.
+  assert.equal(answer(multi, 'How long should I brew green tea?').kind, 'no_answer');
+});

@@ -30,6 +30,11 @@ test('a trigger matches when every content word of the phrase is in the message,
     assert.ok(matches(phrase!, message!), `${phrase} ~ ${message}`);
   }
   assert.ok(!matches('delete account', 'please dlt my account'), 'two typos');
+  // other scripts are words too
+  assert.ok(matches('забронировать демо', 'Хочу забронировать демо на вторник'));
+  assert.ok(!matches('забронировать демо', 'Хочу посмотреть демо'));
+  assert.ok(matches('预约演示', '我想预约演示，可以吗？'));
+  assert.ok(matches('Straße ändern', 'ich möchte die strasse andern'));
   assert.ok(!matches('update plan', 'upd plan'));
   // synonyms of the assistant's analysis apply: "money back" is refund
   assert.ok(matches('refund request', 'I want my money back, this is a request'));
