@@ -7,7 +7,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppContext } from './context.js';
 import { meterUnmatched, registerAuth } from './http/auth.js';
-import { registerChatCors } from './http/cors.js';
+import { addChatCors, registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
@@ -177,6 +177,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     // parameter itself, outside the envelope and without x-request-id.
     frameworkErrors: (err, req, reply) => {
       reply.header('x-request-id', req.id);
+      addChatCors(req, reply as FastifyReply);
       const message =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : BAD_URL_MESSAGE;
       (reply as FastifyReply).code(400).type('application/json').send(failureBody('INVALID_REQUEST', message));

@@ -5,6 +5,14 @@ const CHAT_PREFIX = '/v1/chat/';
 
 const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed';
 
+/** The CORS headers of a chat answer; also called for the refusals Fastify makes before any hook runs (a URL whose
+ * percent-encoding does not decode), so a widget can read those too. */
+export function addChatCors(req: FastifyRequest, reply: FastifyReply) {
+  if (!req.url.startsWith(CHAT_PREFIX)) return;
+  reply.header('access-control-allow-origin', '*');
+  reply.header('access-control-expose-headers', EXPOSED);
+}
+
 /**
  * CORS for the chat channel only. A widget on the owner's site calls it cross-origin with a `pk_` key, so the
  * browser must be allowed to send the Authorization header and read the answer — errors included, or the widget
@@ -16,10 +24,7 @@ const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateL
  */
 export function registerChatCors(app: FastifyInstance) {
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    if (req.url.startsWith(CHAT_PREFIX)) {
-      reply.header('access-control-allow-origin', '*');
-      reply.header('access-control-expose-headers', EXPOSED);
-    }
+    addChatCors(req, reply);
     done();
   });
   // The preflight: no key (browsers never send one with it), no body, nothing counted against a rate limit.

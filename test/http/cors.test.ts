@@ -42,6 +42,14 @@ for (const dialect of DIALECTS) {
       const missing = await t.request('POST', '/v1/chat/conversations/conv_missing/messages', { key: publicKey, body: { content: 'hi' }, headers: ORIGIN });
       assert.equal(missing.status, 404);
       assert.equal(missing.headers.get('access-control-allow-origin'), '*');
+      // Refused by Fastify before any hook runs (undecodable URL): still readable by the widget.
+      const badUrl = await t.request('GET', '/v1/chat/conversations/%E0%A4%A', { key: publicKey, headers: ORIGIN });
+      assert.equal(badUrl.status, 400, badUrl.text);
+      assert.equal(badUrl.headers.get('access-control-allow-origin'), '*');
+      assert.match(badUrl.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+      const badServerUrl = await t.request('GET', '/v1/documents/%E0%A4%A', { key: t.key, headers: ORIGIN });
+      assert.equal(badServerUrl.status, 400);
+      assert.equal(badServerUrl.headers.get('access-control-allow-origin'), null, 'server endpoints stay closed to browsers');
     });
 
     test('server endpoints get no CORS headers and no preflight', async () => {
