@@ -32,6 +32,14 @@ export function openUnitOfWork(uow: UnitOfWork, fn: () => void): () => void {
   };
 }
 
+/**
+ * Runs `fn` outside any unit of work: its write transactions do not mark the request's key. For a write that is
+ * only the start of what the request does (a test send's delivery row, before the send that its key stands for).
+ */
+export function outsideUnitOfWork<T>(fn: () => T): T {
+  return current.exit(fn);
+}
+
 /** The unit of work of the code now running, if any; captured where work is queued to run elsewhere. */
 export function currentUnitOfWork(): UnitOfWork | undefined {
   return current.getStore();

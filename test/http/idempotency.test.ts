@@ -97,6 +97,29 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test("a test send's key is marked with its attempt's record, not by the delivery row written before the send", async () => {
+      // Marked at the row, a node that died before (or while) sending left the key "carried out": the retry was
+      // refused and the test was never sent (README, Decisions: the retry sends again).
+      const rx = await slowReceiver(400);
+      try {
+        const hook = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${rx.url}/hook`, events: ['escalation'], secret: 'whsec_idem_mark' } });
+        const key = 'k-test-send-mark';
+        const sending = t.request('POST', `/v1/webhooks/${hook.body.data.id}/test`, { key: t.key, body: {}, headers: IK(key) });
+        const row = () => t.ctx.db.selectFrom('idempotency_keys').select('committed_at').where('account_id', '=', t.accountId).where('key', '=', key).executeTakeFirst();
+        const deadline = Date.now() + 5_000;
+        while (rx.received.length === 0) {
+          assert.ok(Date.now() < deadline, 'the receiver got the test send');
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        assert.equal((await row())?.committed_at, null, 'not marked while the send is in flight');
+        const r = await sending;
+        assert.equal(r.status, 200, r.text);
+        assert.notEqual((await row())?.committed_at ?? null, null, 'marked once the attempt is recorded');
+      } finally {
+        await rx.close();
+      }
+    });
+
     test('a retry while the first request still runs past a second gets a 429 with Retry-After', async () => {
       const rx = await slowReceiver(1_800);
       try {

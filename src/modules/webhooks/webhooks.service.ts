@@ -5,7 +5,7 @@ import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/erro
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
-import { writeTransaction } from '../../db/unit-of-work.js';
+import { outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
@@ -244,7 +244,9 @@ export function createWebhooksService(
       const now = clock.now();
       const body = JSON.stringify({ event: 'test', timestamp: toIso(now), data: { message: message ?? 'This is a test delivery from Parley.' } });
       const deliveryId = newId('dlv', now);
-      await writeTransaction(db, (trx) => deliveriesRepository.insertQuery(trx, [
+      // The row alone does not carry out the request: its Idempotency-Key is marked with the attempt's record
+      // (delivery.ts), so a node that dies before sending leaves the key free and a retry sends.
+      await outsideUnitOfWork(() => writeTransaction(db, (trx) => deliveriesRepository.insertQuery(trx, [
         {
           id: deliveryId,
           account_id: accountId,
@@ -263,7 +265,7 @@ export function createWebhooksService(
           created_at: now,
           updated_at: now,
         },
-      ]).execute());
+      ]).execute()));
       const lease = await engine.acquire(deliveryId);
       if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
       await engine.attempt(lease.d, 'test', lease.leaseOwner);
