@@ -451,7 +451,7 @@ export class SpellCorrector {
     let best: string | undefined;
     let bestDf = -1;
     for (const c of candidates) {
-      if (c === term || editDistance(c, term) > 1 + (transposed(c, term) ? 1 : 0)) continue;
+      if (!oneTypoApart(c, term)) continue;
       const df = this.vocab.get(c) ?? 0;
       if (df > bestDf) {
         best = c;
@@ -462,29 +462,22 @@ export class SpellCorrector {
   }
 }
 
-function transposed(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
+/**
+ * One typo apart: one letter inserted, dropped or changed, or two neighbours swapped ("adress" ~ "address",
+ * "delte", "deleet"). The spelling corrector's test, and the workflows' on trigger words. Linear in the words'
+ * length, with no table: the workflows run it against every word of a message.
+ */
+export function oneTypoApart(a: string, b: string): boolean {
+  if (a === b) return false;
+  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
+  if (l.length - s.length > 1) return false;
   let i = 0;
-  while (i < a.length && a[i] === b[i]) i++;
-  return i < a.length - 1 && a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2);
-}
-
-export function editDistance(a: string, b: string): number {
-  if (a === b) return 0;
-  const m = a.length;
-  const n = b.length;
-  let prev = new Array<number>(n + 1);
-  let cur = new Array<number>(n + 1);
-  for (let j = 0; j <= n; j++) prev[j] = j;
-  for (let i = 1; i <= m; i++) {
-    cur[0] = i;
-    for (let j = 1; j <= n; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
-    }
-    [prev, cur] = [cur, prev];
+  while (i < s.length && s[i] === l[i]) i++;
+  if (s.length === l.length) {
+    if (s.slice(i + 1) === l.slice(i + 1)) return true; // changed
+    return s[i] === l[i + 1] && s[i + 1] === l[i] && s.slice(i + 2) === l.slice(i + 2); // swapped
   }
-  return prev[n]!;
+  return s.slice(i) === l.slice(i + 1); // inserted or dropped
 }
 
 /**

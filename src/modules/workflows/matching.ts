@@ -18,7 +18,7 @@
  * - an email field falls back to the email the conversation already knows (given at start or as contact).
  */
 import { RE2JS } from 're2js';
-import { analyze, EMAIL_IN_TEXT as EMAIL, normalize } from '../assistant/text.js';
+import { analyze, EMAIL_IN_TEXT as EMAIL, normalize, oneTypoApart } from '../assistant/text.js';
 import type { Field } from './workflows.schemas.js';
 
 export interface CompiledTrigger {
@@ -66,24 +66,10 @@ export function analyseMessage(content: string): AnalysedMessage {
 const FUZZY_MIN_LENGTH = 6;
 
 /**
- * One typo apart: one letter inserted, dropped or changed, or two neighbours swapped ("delete" ~ "delte", "deleet",
- * "delate"). Compared on words as written, not stems: stemming a misspelt word does not cut it where it cuts the
- * word ("delte" → "delt" against "delet"), and a swap is one slip of the fingers, not two.
+ * Whether the message has a word one typo away from one of the trigger's words for term `t`. Compared on words as
+ * written, not stems: stemming a misspelt word does not cut it where it cuts the word ("delte" → "delt" against
+ * "delet").
  */
-export function oneTypoApart(a: string, b: string): boolean {
-  if (a === b) return false;
-  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
-  if (l.length - s.length > 1) return false;
-  let i = 0;
-  while (i < s.length && s[i] === l[i]) i++;
-  if (s.length === l.length) {
-    if (s.slice(i + 1) === l.slice(i + 1)) return true; // changed
-    return s[i] === l[i + 1] && s[i + 1] === l[i] && s.slice(i + 2) === l.slice(i + 2); // swapped
-  }
-  return s.slice(i) === l.slice(i + 1); // inserted or dropped
-}
-
-/** Whether the message has a word one typo away from one of the trigger's words for term `t`. */
 const typoOf = (message: AnalysedMessage, trigger: CompiledTrigger, t: string) => {
   for (const w of trigger.words.get(t) ?? []) {
     if (w.length < FUZZY_MIN_LENGTH) continue;

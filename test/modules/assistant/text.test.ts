@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { analyze, editDistance, normalize, SpellCorrector, stem, words } from '../../../src/modules/assistant/text.js';
+import { analyze, normalize, oneTypoApart, SpellCorrector, stem, words } from '../../../src/modules/assistant/text.js';
 import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
 
 test('porter stemmer reduces inflections to a common stem', () => {
@@ -42,10 +42,16 @@ test('irregular verb forms map to their lemma', () => {
   assert.deepEqual(analyze('paid'), analyze('pay'));
 });
 
-test('edit distance', () => {
-  assert.equal(editDistance('kitten', 'sitting'), 3);
-  assert.equal(editDistance('adress', 'address'), 1);
-  assert.equal(editDistance('same', 'same'), 0);
+test('one typo apart: one letter inserted, dropped or changed, or two neighbours swapped', () => {
+  assert.equal(oneTypoApart('kitten', 'sitting'), false, 'three edits');
+  assert.equal(oneTypoApart('adress', 'address'), true, 'dropped');
+  assert.equal(oneTypoApart('address', 'adress'), true, 'inserted');
+  assert.equal(oneTypoApart('delete', 'delate'), true, 'changed');
+  assert.equal(oneTypoApart('delete', 'deleet'), true, 'swapped');
+  assert.equal(oneTypoApart('delete', 'dleete'), true, 'swapped at the start');
+  assert.equal(oneTypoApart('delete', 'dlt'), false);
+  assert.equal(oneTypoApart('abcd', 'badc'), false, 'two swaps');
+  assert.equal(oneTypoApart('same', 'same'), false, 'no typo');
 });
 
 test('spell corrector fixes distance-1 typos of long terms only', () => {
