@@ -66,7 +66,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     analytics,
     webhooks: createWebhooksService(db, clock, config, deliveries),
     workflows,
-    rundowns: createRundownsService({ db, dialect: database.dialect, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
+    rundowns: createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
   };
   const idempotency = createIdempotencyRepository(db);
   return { config, database, db, clock, log, events, deliveries, services, idempotency };

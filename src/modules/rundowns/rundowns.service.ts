@@ -1,5 +1,4 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DialectName } from '../../db/database.js';
 import type { DB, RundownsTable } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
@@ -115,7 +114,6 @@ function parsePeriod(body: CreateRundownBody): Period {
 
 export function createRundownsService(deps: {
   db: Kysely<DB>;
-  dialect: DialectName;
   clock: Clock;
   events: EventBus;
   analytics: AnalyticsService;
@@ -123,12 +121,11 @@ export function createRundownsService(deps: {
   intervalMs: number;
   log?: Logger;
 }) {
-  const { db, dialect, clock, events, analytics, faqs, intervalMs } = deps;
+  const { db, clock, events, analytics, faqs, intervalMs } = deps;
   const log = deps.log ?? silentLogger;
 
-  /** Files the frequent unanswered questions as pending FAQs, never one the account already has in any status. */
-  async function suggest(trx: Transaction<DB>, accountId: string, top: UnansweredGroup[]) {
-    const candidates = top.filter((g) => g.count >= SUGGEST_AT_COUNT);
+  /** Files the candidates (frequent unanswered questions) as pending FAQs, never one the account already has in any status. */
+  async function suggest(trx: Transaction<DB>, accountId: string, candidates: UnansweredGroup[]) {
     if (candidates.length === 0) return [];
     const known = new Set((await repo.faqQuestions(trx, accountId)).map((f) => normaliseQuestion(f.question)));
     const out: RundownRecord['suggestedFaqs'] = [];
@@ -193,10 +190,11 @@ export function createRundownsService(deps: {
       // a question as new and file it twice: with something to suggest, they take turns on the account row. Locked
       // before the rundown row is inserted: that insert takes a key-share lock on the account (its foreign key), and
       // two transactions each holding one and then asking for the update lock deadlocked (a 500 on PostgreSQL).
-      if (dialect === 'postgres' && top.some((g) => g.count >= SUGGEST_AT_COUNT)) await repo.lockAccount(trx, accountId);
+      const candidates = top.filter((g) => g.count >= SUGGEST_AT_COUNT);
+      if (candidates.length > 0) await repo.lockAccount(trx, accountId);
       // Claim first: the loser of a race for a scheduled window stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) return null;
-      body.suggestedFaqs = await suggest(trx, accountId, top);
+      body.suggestedFaqs = await suggest(trx, accountId, candidates);
       if (body.suggestedFaqs.length > 0) {
         row.body = JSON.stringify(body);
         await repo.setBody(trx, accountId, row.id, row.body);
