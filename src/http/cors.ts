@@ -5,8 +5,10 @@ const CHAT_PREFIX = '/v1/chat/';
 
 const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed';
 
-/** The CORS headers of a chat answer; also called for the refusals Fastify makes before any hook runs (a URL whose
- * percent-encoding does not decode), so a widget can read those too. */
+/**
+ * The CORS headers of a chat answer; also called for the refusals Fastify makes before any hook runs (a URL whose
+ * percent-encoding does not decode), so a widget can read those too.
+ */
 export function addChatCors(req: FastifyRequest, reply: FastifyReply) {
   if (!req.url.startsWith(CHAT_PREFIX)) return;
   reply.header('access-control-allow-origin', '*');

@@ -110,15 +110,6 @@ function integerFields(schema: unknown): string[] {
   return names;
 }
 
-/**
- * Path and query values, checked before validation:
- * - no U+0000 (PostgreSQL refuses it with an error that would otherwise surface as a 500, and no id, slug or
- *   filter value legitimately contains one) and no lone surrogate (percent-decoding cannot produce one today,
- *   since the UTF-8 bytes of a surrogate are invalid and stay undecoded, but the rule is the body's);
- * - an integer field must be written in decimal digits (a minus sign is let through so that `-1` is refused by
- *   the field's minimum, with that message): ajv's coercion uses Number(), which reads `1e1`, `0x10`, ` 5` and
- *   `5.0` as numbers.
- */
 /** Marks a parsed query string whose percent-encoding did not decode (see parseQuery). */
 const BAD_ENCODING = Symbol('bad percent-encoding');
 export const BAD_URL_MESSAGE = 'the URL is not valid (bad percent-encoding)';
@@ -141,6 +132,17 @@ export function parseQuery(query: string): Record<string, unknown> {
   return parsed;
 }
 
+/**
+ * Path and query values, checked before validation:
+ * - no U+0000 (PostgreSQL refuses it with an error that would otherwise surface as a 500, and no id, slug or
+ *   filter value legitimately contains one) and no lone surrogate (percent-decoding cannot produce one, since the
+ *   UTF-8 bytes of a surrogate are invalid and an undecodable path or query is refused, but the rule is the
+ *   body's);
+ * - a query string that did not decode (parseQuery) is refused as an undecodable path is;
+ * - an integer field must be written in decimal digits (a minus sign is let through so that `-1` is refused by
+ *   the field's minimum, with that message): ajv's coercion uses Number(), which reads `1e1`, `0x10`, ` 5` and
+ *   `5.0` as numbers.
+ */
 export function registerParamGuard(app: FastifyInstance) {
   // A callback hook: an async one costs a promise and a microtask hop on every request.
   app.addHook('preValidation', (req, _reply, done) => {

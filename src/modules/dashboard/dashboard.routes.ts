@@ -5,10 +5,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
 
 /**
- * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
- * install serves them without src/.
- */
-/**
  * If-None-Match as RFC 9110 §13.1.2 reads it: `*`, or a list of tags compared weakly (`W/"x"` matches `"x"`), as a
  * caching proxy may send them; browsers send the exact tag.
  */
@@ -18,6 +14,10 @@ function etagMatches(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
+/**
+ * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
+ * install serves them without src/.
+ */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 
 /**
