@@ -25,6 +25,17 @@ export interface Config {
 /** Node's setTimeout honours at most 2^31-1 ms (~596h); 500h leaves room for the margins added to timeouts. */
 const MAX_TIMER_MS = 500 * 3_600_000;
 
+/** `http://` or `https://` (as written, no leading space), a host, and a URL the WHATWG parser reads. */
+function isHttpUrl(text: string): boolean {
+  if (!/^https?:\/\/[^/\s]+/.test(text)) return false;
+  try {
+    new URL(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Error messages end up in logs and terminals: a URL's password never does. */
 export function withoutPassword(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
@@ -112,14 +123,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const llmBase = str('LLM_BASE_URL', '');
-  if (llmBase && !/^https?:\/\/[^/\s]+/.test(llmBase)) {
+  if (llmBase && !isHttpUrl(llmBase)) {
     problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: must be an http:// or https:// URL such as https://api.openai.com/v1`);
-  } else if (llmBase) {
-    try {
-      new URL(llmBase);
-    } catch {
-      problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: is not a valid URL`);
-    }
   }
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
