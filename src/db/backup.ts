@@ -20,7 +20,6 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
   const cannotWrite = (err: unknown) => new BackupError(`cannot write the backup to ${target}: ${(err as Error).message}`);
   try {
     ensureDir(dirname(target));
-    if (!statSync(dirname(target)).isDirectory()) throw new Error(`${dirname(target)} is not a directory`);
   } catch (err) {
     throw cannotWrite(err);
   }

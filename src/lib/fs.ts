@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -8,10 +8,13 @@ import { dirname, resolve } from 'node:path';
  */
 export function ensureDir(dir: string) {
   const missing: string[] = [];
-  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+  let d = resolve(dir);
+  for (; !existsSync(d); d = dirname(d)) {
     missing.push(d);
     if (dirname(d) === d) break;
   }
+  // The nearest existing one must be a directory, as mkdir -p says: a file there is not one to write into.
+  if (existsSync(d) && !statSync(d).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, '${d}'`), { code: 'ENOTDIR' });
   for (const d of missing.reverse()) {
     try {
       mkdirSync(d);
