@@ -24,6 +24,11 @@ const DOCUMENTS = [
     content:
       'You can change or cancel an order within one hour of placing it from your account page. After that the order is being packed; contact us and we will try, but once it has shipped you will need to return it instead.',
   },
+  {
+    title: 'Contact us and opening hours',
+    content:
+      'Our team answers chat, email and phone from 9 am to 6 pm Eastern time, Monday to Friday, and from 10 am to 4 pm on Saturdays. We are closed on Sundays and public holidays. Email support@example.com or call 1-800-555-0199.\n\nOur bike store and workshop are at 120 Harbor Street, Portland, Maine (our address for letters too) and keep the same opening hours.',
+  },
 ];
 
 const FAQS = [

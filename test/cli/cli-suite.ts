@@ -366,10 +366,10 @@ export function cliSuite(dialect: DialectName) {
       const out = oneJson(await cli(['init', '--force', '--json'], c.env));
       const r = await cli(['demo', '--account', out.account.id, '--json'], c.env);
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+      assert.deepEqual(oneJson(r), { accountId: out.account.id, documents: 5, faqs: 6, skipped: { documents: 0, faqs: 0 } });
       const again = await cli(['demo', '--account', out.account.id], c.env);
       assert.equal(again.code, 0, again.stderr);
-      assert.match(again.stdout, /^Loaded 0 documents and 0 FAQs into acct_\w+\.\nSkipped 4 documents and 6 FAQs the account already has/);
+      assert.match(again.stdout, /^Loaded 0 documents and 0 FAQs into acct_\w+\.\nSkipped 5 documents and 6 FAQs the account already has/);
       const missing = await cli(['demo', '--account', 'acct_nope', '--json'], c.env);
       assert.equal(missing.code, 2, missing.stderr);
       assert.deepEqual(oneJson(missing), { error: 'account acct_nope not found' });
@@ -435,7 +435,7 @@ export function cliConfigSuite() {
         const first = oneJson(await cli(['init', '--json'], denv));
         const r = await cli(['demo', '--json'], denv);
         assert.equal(r.code, 0, r.stderr);
-        assert.deepEqual(oneJson(r), { accountId: first.account.id, documents: 4, faqs: 6, skipped: { documents: 0, faqs: 0 } });
+        assert.deepEqual(oneJson(r), { accountId: first.account.id, documents: 5, faqs: 6, skipped: { documents: 0, faqs: 0 } });
         const second = oneJson(await cli(['accounts', 'create', '--name', 'B', '--plan', 'pro', '--json'], denv));
         const several = await cli(['demo'], denv);
         assert.equal(several.code, 2, several.stderr);
