@@ -35,6 +35,10 @@ const PHONE = /(?:\+?\d[\d\s().-]{5,20}\d)/;
 const DATE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})$/;
 // Not the tail of a longer token: ".5" is one number (0.5), not 5.
 const NUMBER = /(?<![\d.,])-?(?:\d+(?:[.,]\d+)*|\.\d+)/;
+// Global twins for scanning every run, shared by every call: matchAll scans a copy, and match with /g restarts
+// at 0 and ends at 0, so neither leaves state behind (nothing calls exec or test on them).
+const PHONE_RUNS = new RegExp(PHONE.source, 'g');
+const NUMBER_RUNS = new RegExp(NUMBER.source, 'g');
 /** Customer text is cut to this before a pattern runs on it: owner patterns meet untrusted input. */
 const MAX_SCAN_CHARS = 1_000;
 
@@ -192,7 +196,7 @@ function unlabelled(field: Field, texts: string[], knownEmail: string | null): s
     case 'phone': {
       // The first run that is a phone number: "items 1 2 3 4, call me on 0612345678" has a shorter run first.
       for (const t of texts) {
-        for (const [m] of t.matchAll(new RegExp(PHONE.source, 'g'))) {
+        for (const [m] of t.matchAll(PHONE_RUNS)) {
           const digits = m.replace(/\D/g, '').length;
           if (digits >= 7 && digits <= 15 && !DATE.test(m.trim())) return m;
         }
@@ -200,7 +204,7 @@ function unlabelled(field: Field, texts: string[], knownEmail: string | null): s
       return undefined;
     }
     case 'number': {
-      const all = texts.flatMap((t) => t.match(new RegExp(NUMBER.source, 'g')) ?? []);
+      const all = texts.flatMap((t) => t.match(NUMBER_RUNS) ?? []);
       return all.length === 1 ? all[0] : undefined;
     }
     default:
