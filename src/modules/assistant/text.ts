@@ -34,7 +34,8 @@ export function words(text: string): string[] {
   const norm = normalize(text)
     .replace(/(\w)'(s|re|ve|ll|d|m|t)\b/g, (_m, a: string, b: string) => (b === 't' ? `${a}t` : a))
     .replace(/(\d)[.,](\d)/g, '$1$2')
-    .replace(/\bp\. ?o\.? ?(?=box)/g, 'po ');
+    .replace(/\bp\. ?o\.? ?(?=box)/g, 'po ')
+    .replace(/\b([a-z])-(?=[a-z]{2})/g, '$1');
   const out: string[] = [];
   for (const m of norm.matchAll(/[\p{L}\p{N}]+/gu)) {
     const w = m[0];

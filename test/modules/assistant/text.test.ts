@@ -18,6 +18,15 @@ test('normalize strips accents and unifies punctuation', () => {
   assert.equal(normalize('  Élève’s  RÉSUMÉ — ok '), "eleve's resume - ok");
 });
 
+test('a one-letter prefix joined by a hyphen is one word with what follows (e-mail = email, e-bike = ebike)', () => {
+  assert.deepEqual(words('E-mail me about the e-bike and a T-shirt'), ['email', 'me', 'about', 'the', 'ebike', 'and', 'a', 'tshirt']);
+  assert.deepEqual(analyze('change my e-mail'), analyze('change my email'));
+  // "e" alone is not a word that matches every "e-…" of the knowledge base
+  assert.ok(!analyze('do you sell e-bikes').includes('e'));
+  // two letters or more on each side stay two words
+  assert.deepEqual(words('wi-fi re-order'), ['wi', 'fi', 're', 'order']);
+});
+
 test('stopwords are removed but content words kept', () => {
   assert.deepEqual(analyze('How do I reset my password?'), ['reset', 'password']);
 });
