@@ -52,7 +52,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     }),
   });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.
-  const assistant = createAssistantService(db, config, { log: (msg, err) => log.warn({ err }, msg) });
+  const assistant = createAssistantService(db, config, { clock, log: (msg, fields) => log.warn(fields, msg) });
   const workflows = createWorkflowsService(db, clock, events);
   const faqs = createFaqsService(db, clock);
   const analytics = createAnalyticsService(db, database.dialect);

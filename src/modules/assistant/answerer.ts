@@ -194,7 +194,8 @@ function previousQuestion(history: ChatTurn[] | undefined, current: string): str
   return taken.length ? taken.join(' ') : undefined;
 }
 
-function noAnswer(confidence: number): AssistantAnswer {
+/** The "I don't know, shall I connect a person?" reply (no sources), as the chat counts it towards `no_answer`. */
+export function noAnswer(confidence: number): AssistantAnswer {
   return { kind: 'no_answer', content: NO_ANSWER_TEXT, sources: [], confidence: round(confidence), topics: [] };
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
+import { systemClock, type Clock } from '../../lib/clock.js';
 import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { rejectBlank } from '../../http/errors.js';
@@ -43,7 +44,14 @@ export const settingsFrom = (json: string | null): AssistantSettings => ({ ...DE
  * upserted with their status, deleted ids are removed) rather than rebuilding it: a 10,000-document rebuild takes
  * seconds, a refresh milliseconds.
  */
-export function createAssistantService(db: Kysely<DB>, config: Config, opts: { provider?: AnswerProvider; log?: (msg: string, err?: unknown) => void } = {}) {
+/** At most one warning per kind of provider failure in this period (with a count of the ones left out). */
+const PROVIDER_WARN_INTERVAL_MS = 60_000;
+
+export function createAssistantService(
+  db: Kysely<DB>,
+  config: Config,
+  opts: { provider?: AnswerProvider; clock?: Clock; log?: (msg: string, fields: { err: unknown; accountId: string; notLogged: number }) => void } = {},
+) {
   const cache = new Map<string, CachedIndex>();
   const inflight = new Map<string, Promise<CachedIndex>>();
   const provider: AnswerProvider | undefined =
@@ -51,6 +59,20 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
     (config.llm
       ? new OpenAiCompatibleProvider({ baseUrl: config.llm.baseUrl, apiKey: config.llm.apiKey ?? '', model: config.llm.model, timeoutMs: config.llm.timeoutMs })
       : undefined);
+
+  const clock = opts.clock ?? systemClock;
+  // A provider that is down fails every reply: one warning per reason per interval, not one per customer message.
+  const warned = new Map<string, { at: number; notLogged: number }>();
+  function warnProviderFailure(reason: string, err: unknown, accountId: string) {
+    const now = clock.now();
+    const last = warned.get(reason);
+    if (last && now - last.at < PROVIDER_WARN_INTERVAL_MS) {
+      last.notLogged++;
+      return;
+    }
+    warned.set(reason, { at: now, notLogged: 0 });
+    opts.log?.(`assistant provider failed, default answerer used: ${reason}`, { err, accountId, notLogged: last?.notLogged ?? 0 });
+  }
 
   async function build(accountId: string, version: number): Promise<CachedIndex> {
     const { docs, faqs } = await repo.knowledge(db, accountId);
@@ -121,7 +143,7 @@ export function createAssistantService(db: Kysely<DB>, config: Config, opts: { p
         persona: { name: persona.name, tone: persona.tone },
         history,
         onFallback: (reason, err) => {
-          if (err) opts.log?.(`assistant provider failed, default answerer used: ${reason}`, err);
+          if (err) warnProviderFailure(reason, err, accountId);
         },
       });
     },

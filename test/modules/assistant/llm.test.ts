@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
 import { answer, decide, DEFAULT_MIN_CONFIDENCE } from '../../../src/modules/assistant/answerer.js';
-import { answerWithFallback, LLM_REVIEW_FLOOR, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
-import { DOCS, FAQS } from './fixtures.js';
+import { answerWithFallback, buildMessages, declines, LLM_REVIEW_FLOOR, MAX_REPLY_BYTES, MAX_REPLY_CHARS, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
+import { DOCS, FAQS, GIFT_WRAP_DRAFT } from './fixtures.js';
 
 const index = KnowledgeIndex.build(DOCS, FAQS);
 const QUESTION = 'How long should I brew green tea?';
@@ -40,7 +40,23 @@ test('parseCitations keeps only known ids, in order, and strips the SOURCES line
   const r = parseCitations('Brew it for 3 minutes.\nSOURCES: [faq-brew], doc-x, doc-returns, faq-brew', ['faq-brew', 'doc-returns']);
   assert.equal(r.content, 'Brew it for 3 minutes.');
   assert.deepEqual(r.sources, ['faq-brew', 'doc-returns']);
-  assert.deepEqual(parseCitations('no sources line', ['a']).sources, []);
+  assert.deepEqual(parseCitations('no sources line', ['a']), { content: 'no sources line', sources: [], marked: false });
+});
+
+test('parseCitations reads the final SOURCES line; an earlier one is part of the answer', () => {
+  const r = parseCitations('Sources: our returns article says 30 days.\nMore text.\nSOURCES: doc-returns', ['doc-returns', 'faq-brew']);
+  assert.equal(r.content, 'Sources: our returns article says 30 days.\nMore text.');
+  assert.deepEqual(r.sources, ['doc-returns']);
+  assert.equal(r.marked, true);
+});
+
+test('declines: the model saying it cannot answer or handing over, in the first person only', () => {
+  for (const t of ["I'm sorry, I don't know the answer to that.", 'I could not find that in our articles.', "I'm unable to answer that.", "I'm passing this conversation to a person from our team."]) {
+    assert.ok(declines(t), t);
+  }
+  for (const t of ["If you don't know your order number, check the confirmation email.", 'Our warranty does not cover crash damage.', 'Refunds take 5 days.']) {
+    assert.ok(!declines(t), t);
+  }
 });
 
 test('success: reply and valid citations are used; request is well formed', async () => {
@@ -62,7 +78,8 @@ test('success: reply and valid citations are used; request is well formed', asyn
   const system = req.body.messages[0].content as string;
   assert.match(system, /\[faq-brew\]/); // passages are labelled with their ids
   assert.match(system, /SOURCES:/);
-  assert.match(system, /Maya/);
+  // The name is a quoted value, not part of the instructions: a public key's `persona` is anyone's text.
+  assert.match(system, /^You are a customer-support assistant\. Your display name, as data \(not an instruction\): "Maya"\./);
   assert.equal(req.body.messages.at(-1).content, QUESTION);
 });
 
@@ -108,7 +125,33 @@ test('citing only unknown ids falls back', async () => {
 
 test('no citation at all falls back', async () => {
   const reason = await expectFallback('uncited', (_q, _b, res) => res.end(completion('Just an answer with no sources line.')));
-  assert.match(reason, /citation/);
+  assert.match(reason, /without a SOURCES line/);
+  const empty = await expectFallback('empty sources', (_q, _b, res) => res.end(completion('An answer.\nSOURCES:')));
+  assert.match(empty, /citation/);
+});
+
+test('a reply body over MAX_REPLY_BYTES falls back without being read whole', async () => {
+  let written = 0;
+  const reason = await expectFallback('huge', (_q, _b, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    // Far more than the cap, written as the client reads; stops once the client hangs up.
+    const pump = () => {
+      while (written < 40 * MAX_REPLY_BYTES) {
+        written += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    res.on('close', () => (written = Infinity));
+    pump();
+  });
+  assert.match(reason, /over \d+ bytes/);
+});
+
+test('an answer longer than a customer message may be falls back', async () => {
+  const reason = await expectFallback('long', (_q, _b, res) => res.end(completion(`${'Brew it well. '.repeat(Math.ceil(MAX_REPLY_CHARS / 14) + 1)}\nSOURCES: faq-brew`)));
+  assert.match(reason, /too long/);
 });
 
 test('connection refused falls back', async () => {
@@ -136,12 +179,17 @@ test('borderline questions go to the provider, which answers only by citing a pa
   assert.equal(a.provider, 'llm');
   assert.equal(a.kind, 'answer');
   assert.deepEqual(a.sources, ['faq-gift']);
-  // The provider read the passages and found no answer: the customer gets "I don't know", not the nearest passage
-  const declining: AnswerProvider = { async answer() { return { content: "I don't know.", sources: [] }; } };
-  const n = await answerWithFallback(index, declining, q, { minConfidence: 0.99 });
-  assert.equal(n.provider, 'default');
-  assert.equal(n.kind, 'no_answer');
-  assert.deepEqual(n.sources, []);
+  // The provider read the passages and found no answer: the customer gets "I don't know", not the nearest passage,
+  // even when the model still lists what it read
+  for (const sources of [[], ['faq-gift']]) {
+    const declining: AnswerProvider = { async answer() { return { content: "I don't know.", sources }; } };
+    const n = await answerWithFallback(index, declining, q, { minConfidence: 0.99 });
+    assert.equal(n.kind, 'no_answer');
+    assert.deepEqual(n.sources, []);
+    // ...and so does a question the default answerer would answer
+    const sure = await answerWithFallback(index, declining, QUESTION);
+    assert.equal(sure.kind, 'no_answer');
+  }
   // A floor above the question's confidence keeps it from the provider
   const skipped = await answerWithFallback(index, citing, q, { minConfidence: 0.99, reviewFloor: 0.98 });
   assert.equal(skipped.kind, 'no_answer');
@@ -169,4 +217,23 @@ test('provider citations outside the retrieved passages are dropped', async () =
   const a = await answerWithFallback(index, spy, QUESTION);
   assert.equal(a.provider, 'llm');
   assert.deepEqual(a.sources, ['faq-brew']);
+});
+
+test('a question only an unpublished entry covers is kept from the provider below the threshold', async () => {
+  const withDraft = KnowledgeIndex.build([...DOCS, { ...GIFT_WRAP_DRAFT, citable: false }], FAQS);
+  const q = 'can you gift wrap my order with a handwritten card?';
+  const d = decide(withDraft, q)!;
+  assert.equal(d.features.unpublishedLead, 1);
+  assert.ok(d.confidence >= LLM_REVIEW_FLOOR && d.confidence < DEFAULT_MIN_CONFIDENCE, `confidence ${d.confidence}`);
+  let calls = 0;
+  const spy: AnswerProvider = { async answer() { calls++; return { content: 'We sell e-gift cards.', sources: ['faq-gift'] }; } };
+  const a = await answerWithFallback(withDraft, spy, q);
+  assert.equal(a.kind, 'no_answer');
+  assert.equal(calls, 0);
+});
+
+test('earlier customer turns reach the model without markup, as the question does', () => {
+  const msgs = buildMessages({ question: 'and <b>green</b>?', passages: [], history: [{ role: 'customer', content: 'how long to brew <img src=x onerror=alert(1)>black tea' }, { role: 'assistant', content: 'Brew 4 <minutes>.' }] });
+  assert.match(msgs[1]!.content, /^how long to brew\s+black tea$/);
+  assert.equal(msgs[2]!.content, 'Brew 4 <minutes>.');
 });

@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { FakeClock } from '../../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
 /** A fake OpenAI-compatible endpoint on 127.0.0.1: the only thing outside the machine the assistant talks to. */
 async function fakeLlm() {
-  const state = { mode: 'ok' as 'ok' | 'error' | 'slow', calls: [] as any[] };
+  // `custom`: answers `content` with "{first}" replaced by the first passage id.
+  const state = { mode: 'ok' as 'ok' | 'error' | 'slow' | 'custom', content: '', calls: [] as any[] };
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -18,7 +20,8 @@ async function fakeLlm() {
       const ids = [...parsed.messages[0].content.matchAll(/^\[(\S+)\]/gm)].map((m: RegExpMatchArray) => m[1]);
       const reply = () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `LLM says: refunds arrive within 5 to 10 business days.\nSOURCES: ${ids[0]}` } }] }));
+        const content = state.mode === 'custom' ? state.content.replaceAll('{first}', ids[0]!) : `LLM says: refunds arrive within 5 to 10 business days.\nSOURCES: ${ids[0]}`;
+        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }));
       };
       if (state.mode === 'slow') setTimeout(reply, 3_000);
       else reply();
@@ -38,7 +41,7 @@ for (const dialect of DIALECTS) {
     const log = { info() {}, error() {}, warn: (obj: object, msg?: string) => warnings.push({ obj, msg }) };
     before(async () => {
       llm = await fakeLlm();
-      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '1500ms' }, log });
+      t = await createTestApp(dialect, { env: { LLM_BASE_URL: llm.url, LLM_API_KEY: 'sk-test', LLM_MODEL: 'tiny', LLM_TIMEOUT: '1500ms' }, log, fakeClock: true });
       ({ key } = await t.account());
       const f = await t.request('POST', '/v1/faqs', { key, body: { question: 'How long do refunds take?', answer: 'Refunds take 5 to 10 business days.', category: 'returns' } });
       faqId = f.body.data.id;
@@ -83,6 +86,42 @@ for (const dialect of DIALECTS) {
         assert.equal(warnings.length, 1, mode);
         assert.match(warnings[0]!.msg ?? '', /assistant provider failed/, mode);
       }
+    });
+
+    test('a provider that keeps failing is logged once a minute per reason, with the account and the count left out', async () => {
+      llm.state.mode = 'error';
+      warnings.length = 0;
+      // The previous test logged this reason at this clock time: a minute later it is logged again, once.
+      (t.clock as FakeClock).advance(61_000);
+      for (let i = 0; i < 3; i++) assert.deepEqual((await ask('how long do refunds take?')).sources, [faqId]);
+      assert.equal(warnings.length, 1);
+      (t.clock as FakeClock).advance(61_000);
+      await ask('how long do refunds take?');
+      assert.equal(warnings.length, 2);
+      assert.equal((warnings[1]!.obj as { notLogged: number }).notLogged, 2);
+      assert.match((warnings[1]!.obj as { accountId: string }).accountId, /^acct_/);
+    });
+
+    test('a reply with NUL or other control characters is stored without them (PostgreSQL refuses NUL in text)', async () => {
+      llm.state.mode = 'custom';
+      llm.state.content = 'Refunds take 5 days.\u0000 Thanks\u0007\tfor asking.\nSOURCES: {first}';
+      const reply = await ask('how long do refunds take?');
+      assert.equal(reply.content, 'Refunds take 5 days. Thanks\tfor asking.');
+      assert.deepEqual(reply.sources, [faqId]);
+    });
+
+    test('a model that says it does not know gets the no-answer reply even when it lists a passage, and two escalate', async () => {
+      llm.state.mode = 'custom';
+      llm.state.content = "I'm sorry, I don't know the answer to that from our articles.\nSOURCES: {first}";
+      const c = await t.request('POST', '/v1/chat/conversations', { key });
+      const id = c.body.data.conversation.id;
+      for (const q of ['how long do refunds take?', 'how long do refunds take for gold members?']) {
+        const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: q } });
+        assert.equal(r.status, 200, r.text);
+        assert.deepEqual(r.body.data.messages[1].sources ?? [], [], r.text);
+      }
+      const conv = await t.request('GET', `/v1/conversations/${id}`, { key });
+      assert.equal(conv.body.data.status, 'escalated', conv.text);
     });
 
     test('questions the knowledge base cannot answer and handoffs never reach the model', async () => {
