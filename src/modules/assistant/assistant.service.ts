@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../../lib/clock.js';
 import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { rejectBlank } from '../../http/errors.js';
-import { answerWithFallback, OpenAiCompatibleProvider, type AnswerProvider } from './llm.js';
+import { answerWithFallback, OpenAiCompatibleProvider, PausingProvider, type AnswerProvider } from './llm.js';
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
@@ -54,13 +54,16 @@ export function createAssistantService(
 ) {
   const cache = new Map<string, CachedIndex>();
   const inflight = new Map<string, Promise<CachedIndex>>();
+  const clock = opts.clock ?? systemClock;
   const provider: AnswerProvider | undefined =
     opts.provider ??
     (config.llm
-      ? new OpenAiCompatibleProvider({ baseUrl: config.llm.baseUrl, apiKey: config.llm.apiKey ?? '', model: config.llm.model, timeoutMs: config.llm.timeoutMs })
+      ? new PausingProvider(
+          new OpenAiCompatibleProvider({ baseUrl: config.llm.baseUrl, apiKey: config.llm.apiKey ?? '', model: config.llm.model, timeoutMs: config.llm.timeoutMs }),
+          clock,
+        )
       : undefined);
 
-  const clock = opts.clock ?? systemClock;
   // A provider that is down fails every reply: one warning per reason per interval, not one per customer message.
   const warned = new Map<string, { at: number; notLogged: number }>();
   function warnProviderFailure(reason: string, err: unknown, accountId: string) {

@@ -7,6 +7,7 @@ import { answer as defaultAnswer, decide, DEFAULT_MIN_CONFIDENCE, noAnswer, type
 import { detectHandoff, smallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex } from './retrieval.js';
 import { stripMarkup } from './text.js';
+import type { Clock } from '../../lib/clock.js';
 
 export interface AnswerProviderInput {
   question: string;
@@ -159,6 +160,40 @@ export class OpenAiCompatibleProvider implements AnswerProvider {
     const content = (json as { choices?: { message?: { content?: unknown } }[] })?.choices?.[0]?.message?.content;
     if (typeof content !== 'string' || !content.trim()) throw new ProviderError('provider returned no content');
     return parseCitations(content, input.passages.map((p) => p.sourceId));
+  }
+}
+
+/**
+ * A provider that has failed FAILURES_BEFORE_PAUSE times in a row (timeouts, refused connections, HTTP errors,
+ * broken replies) is not called for PAUSE_MS: during an outage every customer would otherwise wait the whole
+ * LLM_TIMEOUT before the built-in answerer replies. After the pause one call tries it again; a failure pauses it
+ * once more at once, a success closes the breaker.
+ */
+export class PausingProvider implements AnswerProvider {
+  static readonly FAILURES_BEFORE_PAUSE = 3;
+  static readonly PAUSE_MS = 30_000;
+  private failures = 0;
+  private pausedUntil = 0;
+
+  constructor(
+    private readonly inner: AnswerProvider,
+    private readonly clock: Clock,
+  ) {}
+
+  async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<{ content: string; sources: string[]; marked?: boolean }> {
+    if (this.clock.now() < this.pausedUntil) throw new ProviderError('provider paused after repeated failures');
+    try {
+      const out = await this.inner.answer(input, signal);
+      this.failures = 0;
+      return out;
+    } catch (err) {
+      if (++this.failures >= PausingProvider.FAILURES_BEFORE_PAUSE) {
+        this.pausedUntil = this.clock.now() + PausingProvider.PAUSE_MS;
+        // One failure of the try after the pause is enough to pause again.
+        this.failures = PausingProvider.FAILURES_BEFORE_PAUSE - 1;
+      }
+      throw err;
+    }
   }
 }
 

@@ -4,7 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
 import { answer, decide, DEFAULT_MIN_CONFIDENCE } from '../../../src/modules/assistant/answerer.js';
-import { answerWithFallback, buildMessages, declines, LLM_REVIEW_FLOOR, MAX_REPLY_BYTES, MAX_REPLY_CHARS, OpenAiCompatibleProvider, parseCitations, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
+import { answerWithFallback, buildMessages, declines, LLM_REVIEW_FLOOR, MAX_REPLY_BYTES, MAX_REPLY_CHARS, OpenAiCompatibleProvider, parseCitations, PausingProvider, ProviderError, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
+import { FakeClock } from '../../../src/lib/clock.js';
 import { DOCS, FAQS, GIFT_WRAP_DRAFT } from './fixtures.js';
 
 const index = KnowledgeIndex.build(DOCS, FAQS);
@@ -236,4 +237,35 @@ test('earlier customer turns reach the model without markup, as the question doe
   const msgs = buildMessages({ question: 'and <b>green</b>?', passages: [], history: [{ role: 'customer', content: 'how long to brew <img src=x onerror=alert(1)>black tea' }, { role: 'assistant', content: 'Brew 4 <minutes>.' }] });
   assert.match(msgs[1]!.content, /^how long to brew\s+black tea$/);
   assert.equal(msgs[2]!.content, 'Brew 4 <minutes>.');
+});
+
+test('a provider that failed three times in a row is not called for 30 s, then tried once', async () => {
+  const clock = new FakeClock();
+  let calls = 0;
+  let failing = true;
+  const inner: AnswerProvider = {
+    async answer() {
+      calls++;
+      if (failing) throw new ProviderError('provider timeout');
+      return { content: 'Brew 3 minutes.', sources: ['faq-brew'] };
+    },
+  };
+  const p = new PausingProvider(inner, clock);
+  const reasons: string[] = [];
+  const ask = () => answerWithFallback(index, p, QUESTION, { onFallback: (r) => reasons.push(r) });
+  for (let i = 0; i < 5; i++) assert.equal((await ask()).provider, 'default');
+  assert.equal(calls, 3, 'the fourth and fifth questions do not wait for the provider');
+  assert.deepEqual(reasons.slice(3), ['provider paused after repeated failures', 'provider paused after repeated failures']);
+  clock.advance(PausingProvider.PAUSE_MS);
+  await ask();
+  assert.equal(calls, 4, 'tried again after the pause');
+  await ask();
+  assert.equal(calls, 4, 'one more failure pauses it again');
+  clock.advance(PausingProvider.PAUSE_MS);
+  failing = false;
+  assert.equal((await ask()).provider, 'llm');
+  failing = true;
+  await ask();
+  await ask();
+  assert.equal(calls, 7, 'a success closes it: two failures do not pause');
 });

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
+import { PausingProvider } from '../../../src/modules/assistant/llm.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
@@ -88,18 +89,35 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('a provider that keeps failing is logged once a minute per reason, with the account and the count left out', async () => {
+    test('a provider that keeps failing is paused after three failures in a row, and logged once a minute per reason', async () => {
+      const clock = t.clock as FakeClock;
+      const msgs = () => warnings.map((w) => w.msg ?? '');
       llm.state.mode = 'error';
       warnings.length = 0;
-      // The previous test logged this reason at this clock time: a minute later it is logged again, once.
-      (t.clock as FakeClock).advance(61_000);
-      for (let i = 0; i < 3; i++) assert.deepEqual((await ask('how long do refunds take?')).sources, [faqId]);
-      assert.equal(warnings.length, 1);
-      (t.clock as FakeClock).advance(61_000);
+      clock.advance(61_000); // past the previous test's warnings
+      const calls = llm.state.calls.length;
+      for (let i = 0; i < 4; i++) assert.deepEqual((await ask('how long do refunds take?')).sources, [faqId]);
+      // The previous test's two failures and this one: the rest do not wait for the provider.
+      assert.equal(llm.state.calls.length, calls + 1);
+      assert.equal(msgs().length, 2, msgs().join('\n'));
+      assert.match(msgs()[0]!, /HTTP 500/);
+      assert.match(msgs()[1]!, /paused after repeated failures/);
+      // Back after the pause: a success closes the breaker.
+      clock.advance(PausingProvider.PAUSE_MS);
+      llm.state.mode = 'ok';
+      assert.match((await ask('how long do refunds take?')).content, /LLM says/);
+      llm.state.mode = 'error';
+      warnings.length = 0;
+      clock.advance(61_000);
+      await ask('how long do refunds take?');
+      await ask('how long do refunds take?');
+      assert.equal(warnings.length, 1, 'the second failure within the minute is counted, not logged');
+      clock.advance(61_000);
       await ask('how long do refunds take?');
       assert.equal(warnings.length, 2);
-      assert.equal((warnings[1]!.obj as { notLogged: number }).notLogged, 2);
+      assert.equal((warnings[1]!.obj as { notLogged: number }).notLogged, 1);
       assert.match((warnings[1]!.obj as { accountId: string }).accountId, /^acct_/);
+      clock.advance(PausingProvider.PAUSE_MS); // that was the third failure in a row: let the next tests reach it
     });
 
     test('a reply with NUL or other control characters is stored without them (PostgreSQL refuses NUL in text)', async () => {
