@@ -6,9 +6,14 @@ import {
   Migrator,
   PostgresAdapter,
   PostgresDialect,
+  CompiledQuery,
   SqliteAdapter,
   SqliteDialect,
+  SqliteDriver,
   sql,
+  type DatabaseConnection,
+  type Driver,
+  type TransactionSettings,
   type DatabaseIntrospector,
   type DatabaseMetadata,
   type SchemaMetadata,
@@ -150,6 +155,26 @@ export function sqliteFileOf(url: string): string | null {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) || ':memory:' : null;
 }
 
+const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
+const BEGIN_DEFERRED = CompiledQuery.raw('begin');
+
+/**
+ * SQLite write transactions begin by taking the write lock (BEGIN IMMEDIATE, which waits busy_timeout for it).
+ * Kysely's plain BEGIN takes it at the first write instead: a transaction that read first, while another process
+ * (a CLI command beside the server) wrote and committed, could then not write at all (SQLITE_BUSY at once, its
+ * snapshot being stale, whatever busy_timeout says), and a valid PUT was a 500. A transaction opened read only
+ * (`readSnapshot`) still begins deferred: it never writes, and must not hold other processes' writes back.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver() as SqliteDriver & Driver;
+    driver.beginTransaction = async (connection: DatabaseConnection, settings?: TransactionSettings) => {
+      await connection.executeQuery(settings?.accessMode === 'read only' ? BEGIN_DEFERRED : BEGIN_IMMEDIATE);
+    };
+    return driver;
+  }
+}
+
 export function openDatabase(url: string, opts: DatabaseOptions = {}): Database {
   const file = sqliteFileOf(url);
   if (file !== null) {
@@ -164,7 +189,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const statements = withStatementCache(sqlite);
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: statements.database }) });
+    const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: statements.database }) });
     // SQLite has one writer: concurrent requests' write transactions share commits (group-commit.ts).
     useWriter(db, createGroupCommit(db, 'sqlite'));
     // The hot reads (precompileRows) run straight on the handle when no transaction is open on it (none of the
