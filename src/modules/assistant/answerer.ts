@@ -218,6 +218,8 @@ function smallTalkReply(kind: SmallTalkKind, persona?: Persona): string {
       return "You're welcome! Is there anything else I can help with?";
     case 'bye':
       return 'Thanks for chatting — have a great day!';
+    case 'presence':
+      return "Yes, I'm here! What can I help you with?";
     case 'unclear':
       return 'Could you tell me a little more about what you need help with?';
   }

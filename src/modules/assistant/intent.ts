@@ -2,7 +2,7 @@
  * Intent detection for customer messages: explicit requests for a human
  * (multilingual) and greetings / small talk.
  */
-import { normalize } from './text.js';
+import { EMAILS_IN_TEXT, normalize } from './text.js';
 
 /** Nouns that denote a human agent, per language (already normalised: lower case, no accents). */
 const AGENT_EN = String.raw`(?:human(?: being)?|person|people|agent|rep|representative|operator|somebody|someone|anyone|anybody|staff(?: member)?|team member|team|employee|supervisor|manager|advisor|adviser|assistant|customer (?:service|support|care)(?: team| agent| rep(?:resentative)?)?|support (?:team|agent|staff|rep)|(?:the |your )?(?:support|service|help ?desk|call cent(?:er|re)))`;
@@ -57,16 +57,17 @@ const PATTERNS: RegExp[] = [
   /\b(?:spreken|praten|chatten|bellen) met (?:een |iemand|de |een echte |een echt )?(?:mens|medewerker|medewerkster|persoon|agent|iemand|echt persoon|echte persoon)\b/,
   /\bmet (?:een |iemand)?(?:mens|medewerker|persoon|iemand)\w* (?:spreken|praten)\b/,
   /\b(?:echte persoon|echt persoon|echte mens)\b/,
+  /\b(?:een|de|uw) (?:medewerker|medewerkster|mens|persoon|klantenservicemedewerker) (?:te )?(?:spreken|bellen)\b/,
   // Swedish, Danish / Norwegian, Finnish
   /\b(?:prata|tala|snacka) med (?:en |nagon |en riktig |en levande )?(?:manniska|person|handlaggare|kundtjanst|agent|operator|medarbetare|radgivare)\b/,
   /\b(?:tale|snakke|prate) med (?:et |en |nogen |noen |et rigtigt |et ekte |en rigtig |en ekte )?(?:menneske|person|medarbejder|medarbeider|kundeservice|kundeservicen|agent|konsulent|radgiver|operator)\b/,
   /\b(?:puhua|puhumaan|jutella) (?:oikean )?(?:ihmisen|asiakaspalvelijan|henkilon|virkailijan|asiakaspalvelun) kanssa\b/,
   // Turkish, Romanian, Czech / Slovak, Hungarian
-  /\b(?:temsilci(?:yle|ye|nizle)?|insan(?:la|a)|yetkili(?:yle|ye)?|musteri hizmetleri(?:yle|ne)?|canli destek(?:le|e)?) (?:gorusmek|konusmak|baglanmak|baglan|gorusebilir|konusabilir)/,
+  /\b(?:temsilci(?:si)?(?:yle|ye|nizle)?|insan(?:la|a)|yetkili(?:yle|ye)?|musteri hizmetleri(?:yle|ne)?|canli destek(?:le|e)?) (?:gorusmek|konusmak|baglanmak|baglan|gorusebilir|konusabilir)/,
   /\b(?:vorbesc|vorbi|discut|discuta|vorbim) cu (?:un |o )?(?:operator|om|persoana|agent|consultant|reprezentant|angajat|om real)\b/,
   /\b(?:mluvit|hovorit|mluvim|hovorim|spojit|spojte me) s (?:\S+ )?(?:operatorem|operatorkou|clovekem|pracovnikem|konzultantem|zivym clovekem|osobou)\b/,
   /\b(?:ugyintezovel|emberrel|operatorral|munkatarssal|kollegaval) (?:szeretnek |akarok |tudnek )?beszelni\b/,
-  /\bbeszelni (?:egy )?(?:ugyintezovel|emberrel|operatorral|munkatarssal)\b/,
+  /\bbeszelni (?:szeretnek |akarok )?(?:egy )?(?:ugyintezovel|emberrel|operatorral|munkatarssal)\b/,
 ];
 
 /**
@@ -78,7 +79,7 @@ const AGENT_PHRASES = [
   'с оператором', 'с человеком', 'живого человека', 'живой человек', 'с менеджером', 'с сотрудником', 'с консультантом',
   'позовите оператора', 'соедините с', 'з оператором', 'з людиною', 'живу людину', 'з менеджером',
   // Japanese, Chinese, Korean
-  '担当者', 'オペレーター', '人間と話', 'スタッフと話', '有人対応', '人工客服', '转人工', '真人', '人工服务', '客服人员', '人工服務',
+  '担当者', 'オペレーター', '人間と話', '人と話したい', 'スタッフと話', '有人対応', '人工客服', '转人工', '找人工', '要人工', '真人', '人工服务', '客服人员', '人工服務',
   '상담원', '상담사', '사람과 대화', '직원 연결', '직원과 대화',
   // Arabic
   'التحدث مع موظف', 'التحدث مع شخص', 'موظف خدمة العملاء', 'شخص حقيقي', 'أريد موظف',
@@ -111,17 +112,28 @@ const GLOBAL_PATTERNS = PATTERNS.map((p) => new RegExp(p.source, 'g'));
 
 /** True when the customer explicitly asks for a human, in any common phrasing (English and 20-odd other languages). */
 export function detectHandoff(text: string): boolean {
-  const t = clean(text);
+  // Contact details are not words of the request: "a person please, jo@acme.test" is the short form.
+  const t = clean(text.replace(EMAILS_IN_TEXT, ' '));
   if (!t) return false;
   if (AGENT_PHRASES.some((p) => t.includes(p))) return true;
-  const tokens = t.split(' ').filter((w) => !FILLER.has(w));
-  if (tokens.length > 0 && tokens.length <= 2 && SHORT_AGENT.has(tokens.join(' '))) return true;
-  if (tokens.length === 1 && SHORT_AGENT.has(tokens[0]!)) return true;
+  if (shortRequest(t)) return true;
+  // The short form as one clause of a longer message, said as a request: "agent please, I need help", "a person
+  // please, thanks". A bare noun opening a clause is an address, not a request ("hi support, where is my order").
+  const clauses = normalize(text.replace(EMAILS_IN_TEXT, ' ')).split(/[,.;:!?()\n-]+/).map(clean).filter(Boolean);
+  if (clauses.length > 1 && clauses.some((c) => REQUEST_MARKER.test(c) && shortRequest(c))) return true;
   for (const p of GLOBAL_PATTERNS) {
     for (const m of t.matchAll(p)) if (!NEGATED_BEFORE.test(t.slice(0, m.index))) return true;
   }
   return false;
 }
+
+/** The whole (cleaned) text is a short request: "human", "a real person please", "customer service now". */
+function shortRequest(t: string): boolean {
+  const tokens = t.split(' ').filter((w) => !FILLER.has(w));
+  return tokens.length > 0 && tokens.length <= 2 && SHORT_AGENT.has(tokens.join(' '));
+}
+
+const REQUEST_MARKER = /\b(?:please|pls|plz|now|asap)\b/;
 
 /** Words that only make up a request for a person, left over once its matched phrase is taken out. */
 const REQUEST_WORDS = new Set([...FILLER, ...[...SHORT_AGENT].flatMap((p) => p.split(' '))]);
@@ -196,7 +208,11 @@ const THANKS = new RegExp(
 );
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;
 
-export type SmallTalkKind = 'greeting' | 'thanks' | 'bye' | 'unclear';
+export type SmallTalkKind = 'greeting' | 'thanks' | 'bye' | 'presence' | 'unclear';
+
+/** "are you still there?", "anyone there?", "hello, is anybody here": checking someone is listening, asking nothing. */
+const PRESENCE =
+  /^(?:(?:hi|hello|hey|um|so|ok|and) )*(?:are you (?:still )?(?:there|here|around|with me)|(?:is )?(?:anyone|anybody|someone|somebody) (?:still )?(?:there|here|around|home)|(?:you|u) (?:still )?there|still there|r u there)(?: (?:hello|please))?$/;
 
 /** Pictures that say thanks or fine on their own: 👍 🙏 👌 ❤ and smiles. */
 const THANKS_PICTURES = new Set(['\u{1F44D}', '\u{1F64F}', '\u{1F44C}', '\u2764', '\u{1F60A}', '\u{1F642}', '\u{1F600}', '\u{1F601}', '\u{1F603}', '\u{1F604}', '\u{1F970}', '\u{1F917}']);
@@ -217,6 +233,7 @@ export function smallTalkKind(text: string): SmallTalkKind | undefined {
   if (GREETING.test(t)) return 'greeting';
   if (THANKS.test(t)) return 'thanks';
   if (BYE.test(t)) return 'bye';
+  if (PRESENCE.test(t)) return 'presence';
   // "thanks, bye", "ok great thank you, see you": thanks, then goodbye.
   const w = t.split(' ');
   for (let i = 1; i < w.length; i++) {

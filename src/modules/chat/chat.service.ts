@@ -7,7 +7,7 @@ import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import { settingsFrom, type AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
-import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative } from '../assistant/intent.js';
+import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative, smallTalkKind } from '../assistant/intent.js';
 import { isKnowledgeQuestion } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, stripMarkup, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
@@ -376,11 +376,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
                 ? 'A person from our team has already been asked to take over this conversation.'
                 : "Of course. I'm passing this conversation to a person from our team.";
           text = lead + ask;
-        } else if (reply.kind === 'no_answer' && alreadyEscalated) {
+        } else if (alreadyEscalated && (reply.kind === 'no_answer' || smallTalkKind(content) === 'presence')) {
           // A person is already on the way: no offer to connect one. "I don't know the answer" only to a question about
           // something (some word of it is in the knowledge base), not to "yes" or "are you there?" after being asked
           // for an email.
-          const unknown = asksSomething(content) && reply.confidence > 0 ? "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. " : '';
+          const unknown = reply.kind === 'no_answer' && asksSomething(content) && reply.confidence > 0 ? "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. " : '';
           text = `${unknown}A person from our team has already been asked to take over this conversation.${ask}`;
         }
 

@@ -63,6 +63,15 @@ const POSITIVE = [
   '我要人工客服',
   '상담원 연결해 주세요',
   'أريد التحدث مع موظف',
+  // The short form as one clause, and contact details beside it (docs/chat.md's own example)
+  'a person please, jo@acme.test',
+  'agent please, I need help',
+  'a person please, thanks',
+  'ik wil een medewerker spreken',
+  'müşteri temsilcisiyle görüşmek istiyorum',
+  'beszélni szeretnék egy ügyintézővel',
+  '我要找人工',
+  '人と話したい',
 ];
 
 const NEGATIVE = [
@@ -96,6 +105,10 @@ const NEGATIVE = [
   '配送にはどのくらいかかりますか',
   '运费多少钱',
   '배송은 얼마나 걸리나요',
+  // A bare noun opening a clause addresses the team; it does not ask for a person
+  'hi support, where is my order?',
+  'staff, please note my order number is 123',
+  '我想了解人工智能',
 ];
 
 // A negated request is not one; a negation elsewhere in the message does not cancel a request.
@@ -138,6 +151,9 @@ test('small talk', () => {
   assert.equal(smallTalkKind('thanks, bye!'), 'bye');
   assert.equal(smallTalkKind('ok great thank you, see you'), 'bye');
   assert.equal(smallTalkKind('thanks, where is my order'), undefined);
+  // Checking someone is listening asks nothing: not an unanswered question
+  for (const m of ['are you still there?', 'hello? anyone there?', 'is anybody here', 'you there??']) assert.equal(smallTalkKind(m), 'presence', m);
+  assert.equal(smallTalkKind('are you there on saturdays?'), undefined);
   // Nothing but pictures or punctuation: asked about, not an unanswered question; a thumbs up is thanks.
   for (const m of ['😡😡😡', '???', '...', '🤔', '👍😡']) assert.equal(smallTalkKind(m), 'unclear', m);
   for (const m of ['👍', '🙏🏽', '❤️❤️', '👌 🙂']) assert.equal(smallTalkKind(m), 'thanks', m);

@@ -62,6 +62,20 @@ for (const dialect of DIALECTS) {
       assert.equal(g.body.data.conversation.customerEmail, 'jo@acme.test');
     });
 
+    test('"a person please, jo@acme.test" (docs/chat.md) escalates with that address; "are you still there?" after it is not an unanswered question', async () => {
+      const { conversation } = await start({ customerId: 'cus_p' });
+      const id = conversation.id;
+      const r = await send(id, 'a person please, jo@acme.test');
+      assert.equal(r.body.data.messages[1].content, "Of course. I'm passing this conversation to a person from our team. They will reply to jo@acme.test.");
+      const [esc] = await events('escalation', id);
+      assert.equal(esc.customerEmail, 'jo@acme.test');
+      assert.equal(esc.reason, 'customer_request');
+      const still = await send(id, 'are you still there?');
+      assert.equal(still.body.data.messages[1].content, 'A person from our team has already been asked to take over this conversation. They will reply to jo@acme.test.');
+      const ended = await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: t.key });
+      assert.deepEqual(ended.body.data.conversation.tags, ['escalated'], ended.text);
+    });
+
     test('after escalating: no offer of a person, and an email (a correction too) is the contact address, not a question', async () => {
       const { conversation } = await start();
       const id = conversation.id;
@@ -90,7 +104,7 @@ for (const dialect of DIALECTS) {
       assert.match(later.body.data.messages[1].content, /already been asked to take over this conversation\. They will reply to other@acme\.test\.$/);
       const row = await t.ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       assert.equal(row.customer_email, 'other@acme.test');
-      assert.equal(row.unanswered_streak, 4, 'the four messages without an answer count; the three email messages do not');
+      assert.equal(row.unanswered_streak, 3, 'the three messages without an answer count; "are you still there?" (small talk) and the three email messages do not');
       assert.equal((await events('escalation', id)).length, 1);
     });
 
