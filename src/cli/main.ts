@@ -102,10 +102,11 @@ async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof create
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals, tokens } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
+    tokens: true,
     options: {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -139,6 +140,13 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError('a command is required; parley --help lists them');
   }
   checkUsage(positionals, values);
+  // parseArgs keeps the last of a repeated option: `--scopes a --scopes b` would drop `a` without a word.
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once${token.name === 'scopes' ? ' (several scopes: --scopes a,b)' : ''}`);
+    seen.add(token.name);
+  }
   if (cmd === 'webhooks') {
     if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]');
     if (!values.secret) throw new UsageError('--secret is required');

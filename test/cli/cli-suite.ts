@@ -574,7 +574,7 @@ export function cliConfigSuite() {
       assert.match(help.stdout, /parley accounts create --name NAME --plan free\|pro\|business\|enterprise/);
     });
 
-    test('stray words, options a command does not take and a missing command are refused (exit 2), not ignored', async () => {
+    test('stray words, options a command does not take, an option given twice and a missing command are refused (exit 2), not ignored', async () => {
       const cases: Array<[string[], RegExp]> = [
         [['serve', 'no-worker', '--json'], /^parley serve takes no argument "no-worker"/],
         [['serve', 'extra-arg', '--json'], /^parley serve takes no argument "extra-arg"/],
@@ -582,6 +582,9 @@ export function cliConfigSuite() {
         [['migrate', '--force', '--json'], /^parley migrate takes no --force/],
         [['keys', 'revoke', 'key_a', 'key_b', '--json'], /^parley keys revoke takes no argument "key_b"/],
         [['--json'], /^a command is required/],
+        // parseArgs would keep the last one: the first scope, account or name silently dropped
+        [['keys', 'create', '--account', 'acct_a', '--scopes', 'documents:read', '--scopes', 'faqs:read', '--json'], /^--scopes is given more than once/],
+        [['accounts', 'create', '--name', 'One', '--name', 'Two', '--plan', 'pro', '--json'], /^--name is given more than once/],
       ];
       const runs = await Promise.all(cases.map(([args]) => cli(args, env)));
       runs.forEach((r, i) => {
