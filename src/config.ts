@@ -71,7 +71,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const raw = str(name, fallback);
     const ms = parseDuration(raw);
     if (ms === null || ms < 0 || (ms === 0 && !opts.allowZero)) {
-      problems.push(`${name}=${JSON.stringify(raw)}: must be a positive duration such as 250ms, 30s, 5m or 2h`);
+      problems.push(`${name}=${JSON.stringify(raw)}: must be a ${opts.allowZero ? 'duration (0 turns it off)' : 'positive duration'} such as 250ms, 30s, 5m or 2h`);
       return parseDuration(fallback)!;
     }
     // Node's timers fire at once past 2^31-1 ms (with a warning each time): a "600h" timeout would time out
@@ -90,6 +90,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return fallback;
   };
 
+  // Checked whether or not LLM_BASE_URL is set: a typo must not wait until the day the endpoint is switched on.
+  const llmTimeoutMs = duration('LLM_TIMEOUT', '10s', { timer: true });
   const databaseUrl = str('DATABASE_URL', 'sqlite:./data/parley.db');
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
     problems.push(`DATABASE_URL=${JSON.stringify(withoutPassword(databaseUrl))}: must start with sqlite: or postgres://`);
@@ -146,7 +148,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           baseUrl: llmBase.replace(/\/+$/, ''),
           apiKey: str('LLM_API_KEY', '') || null,
           model: str('LLM_MODEL', 'gpt-4o-mini'),
-          timeoutMs: duration('LLM_TIMEOUT', '10s', { timer: true }),
+          timeoutMs: llmTimeoutMs,
         }
       : null,
   };

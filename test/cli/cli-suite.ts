@@ -409,6 +409,9 @@ export function cliConfigSuite() {
         ['WORKER_POLL_INTERVAL', '600h', /WORKER_POLL_INTERVAL="600h": must be at most 500h/],
         ['HOST', 'bad host', /HOST="bad host": must be an IP address or a host name/],
         ['SQLITE_SYNCHRONOUS', 'off', /SQLITE_SYNCHRONOUS="off": must be full or normal/],
+        // Checked without LLM_BASE_URL too: the typo shows now, not the day the endpoint is switched on.
+        ['LLM_TIMEOUT', 'abc', /LLM_TIMEOUT="abc": must be a positive duration/],
+        ['AUTH_CACHE_TTL', 'x', /AUTH_CACHE_TTL="x": must be a duration \(0 turns it off\)/],
       ] as const;
       const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
       results.forEach((r, i) => {
