@@ -8,6 +8,7 @@ import { parseIsoInstant } from '../../lib/iso-time.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
 import { isKnowledgeQuestion, normaliseQuestion } from '../assistant/questions.js';
+import { EMAILS_IN_TEXT } from '../assistant/text.js';
 import type { FaqsService } from '../faqs/faqs.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import { rundownsRepository as repo, type Period } from './rundowns.repository.js';
@@ -47,14 +48,17 @@ export function groupUnanswered(rows: readonly { content: string; created_at: nu
   let total = 0;
   for (const r of rows) {
     if (!isKnowledgeQuestion(r.content, r.created_at, r.escalated_at)) continue;
-    const key = normaliseQuestion(r.content);
+    // A customer's email address is theirs, not part of the question: a rundown goes to webhooks and its
+    // suggestions become FAQs any key with faqs:read can list. "[email]" also groups the same question together.
+    const content = r.content.replace(EMAILS_IN_TEXT, '[email]');
+    const key = normaliseQuestion(content);
     total++;
     const at = r.created_at;
     const g = groups.get(key) ?? { count: 0, lastAskedAt: at, wordings: new Map() };
     g.count++;
     g.lastAskedAt = Math.max(g.lastAskedAt, at);
     // Shown and filed as the customer wrote it, only with runs of whitespace made single spaces.
-    const wording = r.content.trim().replace(/\s+/g, ' ');
+    const wording = content.trim().replace(/\s+/g, ' ');
     const w = g.wordings.get(wording) ?? { n: 0, last: at };
     w.n++;
     w.last = Math.max(w.last, at);

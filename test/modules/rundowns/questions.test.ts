@@ -16,6 +16,14 @@ test('a question for the knowledge base: not a hand-off, small talk or contact d
   assert.deepEqual(groupUnanswered([{ content: 'jo@acme.test', created_at: 1, escalated_at: null }, { content: 'Gift cards?', created_at: 2, escalated_at: null }]).total, 1);
 });
 
+test('an email address in an unanswered question is shown as [email], and the same question groups together', () => {
+  const { top } = groupUnanswered([
+    { content: 'is my order for jo@acme.test on its way?', created_at: 1, escalated_at: null },
+    { content: 'is my order for al@b.test on its way?', created_at: 2, escalated_at: null },
+  ]);
+  assert.deepEqual(top.map((g) => [g.question, g.count]), [['is my order for [email] on its way?', 2]]);
+});
+
 test('topic text drops markup, character references, email addresses and URLs', () => {
   assert.equal(topicText('<script>alert(1)</script>saxophone <b>reeds</b> &amp; <!-- x -->jo@acme.test https://x.test/a?b').replace(/\s+/g, ' ').trim(), 'saxophone reeds');
   assert.equal(topicText('<script src=x>never closed').trim(), '');
