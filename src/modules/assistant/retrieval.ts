@@ -104,6 +104,13 @@ interface IndexedFields {
   text: string;
 }
 
+/** What MiniSearch indexes for an entry: an FAQ's question, or a passage's document title, and its text. */
+function indexedFields(e: Entry, titleTerms = analyze(e.title), textTerms = analyze(e.passage)): IndexedFields {
+  const title = titleTerms.join(' ');
+  const text = textTerms.join(' ');
+  return e.kind === 'faq' ? { id: e.id, question: title, title: '', text } : { id: e.id, question: '', title, text };
+}
+
 const FIELD_BOOST = { question: 1.6, title: 1.4, text: 1 };
 const MAX_PASSAGE_CHARS = 1200;
 const MIN_PASSAGE_CHARS = 160;
@@ -179,6 +186,11 @@ export class KnowledgeIndex {
       storeFields: [],
       tokenize: (s) => (s.length ? s.split(' ') : []),
       processTerm: (t) => t,
+      // Entries are removed outright (`remove` below), never discarded: MiniSearch's automatic vacuum cleans
+      // discarded entries in batches with pauses between them, and an entry added during a pause can split a
+      // tree edge the vacuum is about to visit. The vacuum then throws from a timer, an unhandled rejection
+      // that ended the process (lucaong/minisearch#306); a crash audit hit it in 9 of 12 runs of document churn.
+      autoVacuum: false,
     });
   }
 
@@ -223,11 +235,14 @@ export class KnowledgeIndex {
     const ids = this.sources.get(sourceId);
     if (!ids) return;
     for (const id of ids) {
-      this.mini.discard(id);
       const e = this.entries[id];
       if (e) {
+        const titleTerms = analyze(e.title);
+        const textTerms = analyze(e.passage);
+        // The same fields, analysed the same way, as the entry was added with: what `remove` needs to find its terms.
+        this.mini.remove(indexedFields(e, titleTerms, textTerms));
         if (e.citable) this.publishedEntries--;
-        for (const t of new Set([...analyze(e.title), ...analyze(e.passage)])) {
+        for (const t of new Set([...titleTerms, ...textTerms])) {
           decrement(this.df, t);
           if (e.citable) decrement(this.dfPublished, t);
         }
@@ -244,7 +259,7 @@ export class KnowledgeIndex {
       const textTerms = analyze(passage);
       const vectors = citable ? embedAll([`${d.title}\n${passage}`]) : [];
       const id = this.addEntry({ sourceId: d.id, kind: 'document', title: d.title, passage, citable, vectors }, [...titleTerms, ...textTerms]);
-      batch.push({ id, question: '', title: titleTerms.join(' '), text: textTerms.join(' ') });
+      batch.push(indexedFields(this.entries[id]!, titleTerms, textTerms));
     }
   }
 
@@ -257,7 +272,7 @@ export class KnowledgeIndex {
       { sourceId: f.id, kind: 'faq', title: f.question, passage: f.answer, category: f.category, citable, vectors },
       [...qTerms, ...aTerms],
     );
-    batch.push({ id, question: qTerms.join(' '), title: '', text: aTerms.join(' ') });
+    batch.push(indexedFields(this.entries[id]!, qTerms, aTerms));
   }
 
   private addEntry(e: Omit<Entry, 'id'>, terms: string[]): number {

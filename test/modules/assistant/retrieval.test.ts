@@ -175,3 +175,29 @@ test('knowledge in other scripts is searched as written: Cyrillic words, Chinese
   // English is analysed as before: nothing of these entries answers it.
   assert.equal(answer(multi, 'How long should I brew green tea?').kind, 'no_answer');
 });
+
+test('removing entries while others are added never leaves a background task that throws (MiniSearch vacuum, lucaong/minisearch#306)', async () => {
+  const rejections: unknown[] = [];
+  const onRejection = (e: unknown) => rejections.push(e);
+  process.on('unhandledRejection', onRejection);
+  try {
+    // One root edge added first ("zq9term"), then 1,500 terms under another prefix. Removing entries used to leave
+    // work for MiniSearch's automatic vacuum, which pauses after 1,000 terms; adding "zr9term" during the pause
+    // split the edge it had yet to visit, and the vacuum threw from its timer: an unhandled rejection, which ends
+    // a Node process.
+    const docs = [{ id: 'first', title: 'zq9term', content: 'x', citable: false }];
+    for (let i = 0; i < 1500; i++) docs.push({ id: `d${i}`, title: `a${String(i).padStart(5, '0')}`, content: 'x', citable: false });
+    const idx = KnowledgeIndex.build(docs, []);
+    for (let i = 0; i < 300; i++) idx.remove(`d${i}`);
+    await new Promise((r) => setTimeout(r, 1));
+    idx.upsertDocument({ id: 'new', title: 'zr9term', content: 'x', citable: true });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(rejections, []);
+    assert.equal(idx.size, 1202);
+    // What was removed is gone from the results, what was added is found.
+    assert.equal(idx.search('a00001').length, 0);
+    assert.deepEqual(idx.search('zr9term').map((h) => h.sourceId), ['new']);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+});
