@@ -51,6 +51,12 @@ export const deliveriesRepository = {
   insertQuery(db: QueryCreator<DB>, rows: DeliveriesTable[]) {
     return db.insertInto('deliveries').values(rows);
   },
+  /**
+   * Cancels the webhook's pending deliveries that no one is attempting. One whose attempt is under way (leased) is
+   * left to its holder, which records the outcome and, the webhook being disabled or gone, cancels rather than
+   * reschedules it. Taking those rows too made this statement and a worker's record of a batch lock the same rows
+   * in different orders: deadlocks on PostgreSQL (a 500 to DELETE /webhooks/:id, or a whole batch of records lost).
+   */
   async cancelPending(db: Conn, accountId: string, webhookId: string, now: number) {
     const r = await db
       .updateTable('deliveries')
@@ -58,6 +64,7 @@ export const deliveriesRepository = {
       .where('account_id', '=', accountId)
       .where('webhook_id', '=', webhookId)
       .where('status', '=', 'pending')
+      .where('lease_owner', 'is', null)
       .executeTakeFirst();
     return Number(r.numUpdatedRows);
   },
