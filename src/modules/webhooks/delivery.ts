@@ -30,6 +30,8 @@ const RECORD_WAIT_MS = 5;
 /** In an UPDATE of deliveries: its webhook still exists and is enabled. */
 const webhookEnabled = sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1)`;
 const RECORD_BATCH = 64;
+/** Successful attempts recorded by one UPDATE and one INSERT (flush). */
+const SUCCESS_CHUNK = 16;
 
 /** What an attempt needs, as read when the delivery was claimed (the lease keeps it current). */
 export type ClaimedDelivery = Pick<
@@ -49,6 +51,8 @@ export interface DeliveryEngineOptions {
   ownerId?: string;
   /** Attempts in flight at once, overall (default 64) and per webhook (default 16). */
   maxInFlight?: number;
+  /** Attempts sent but not yet recorded, at most (default 4 × maxInFlight); new sends wait past it. */
+  maxUnrecorded?: number;
   perWebhook?: number;
   /** Idle poll period (default 50 ms); an in-process emit wakes the engine sooner. */
   pollIntervalMs?: number;
@@ -68,6 +72,12 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const pollIntervalMs = opts.pollIntervalMs ?? 50;
   const timeoutMs = config.webhookTimeoutMs;
   const delays = config.webhookRetryDelaysMs;
+  /**
+   * Attempts sent whose record has not committed, at most: what a crash makes the next worker send again. Four
+   * batches' worth, so a flush of one batch overlaps the sends of the next (at one batch, PostgreSQL's throughput
+   * fell to a third: sends waited on every flush).
+   */
+  const maxUnrecorded = opts.maxUnrecorded ?? 4 * maxInFlight;
   /** Longer than one attempt can take, so a live holder never loses its lease mid-attempt. */
   const leaseMs = 2 * timeoutMs + 1_000;
 
@@ -178,7 +188,16 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     outbox = [];
     try {
       await db.transaction().execute(async (trx) => {
-        for (const o of batch) await writeOutcome(trx, o);
+        // The common case, the worker's attempts that succeeded, in two statements for the lot (one UPDATE, one
+        // multi-row INSERT): recording one by one, two round trips each, was what bounded a PostgreSQL worker's
+        // rate once sends wait for records.
+        // Whole chunks of SUCCESS_CHUNK only: every statement text is prepared once per connection on PostgreSQL
+        // (database.ts), and a statement per batch size would fill that cache. The rest go one by one.
+        const plain = batch.filter((o) => o.kind === 'auto' && o.res.ok && !o.uow && o.leaseOwner === owner);
+        const chunked = plain.slice(0, plain.length - (plain.length % SUCCESS_CHUNK));
+        for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
+        const inChunks = new Set(chunked);
+        for (const o of batch) if (!inChunks.has(o)) await writeOutcome(trx, o);
         // A manual retry's key is marked committed with its attempt's record: once the attempt is recorded, a
         // retry of the request must not send again.
         for (const o of batch) await o.uow?.beforeCommit(trx);
@@ -195,6 +214,54 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       if (outbox.length) scheduleFlush(outbox.some((o) => o.kind !== 'auto') || outbox.length >= RECORD_BATCH);
     }
   }
+
+  /** Successful attempts of this worker, each under its lease: as writeOutcome would record them one by one. */
+  async function writeSucceeded(trx: Kysely<DB>, list: Outcome[]) {
+    const now = clock.now();
+    const leaseOwner = owner;
+    {
+      // The holder of the lease is the only writer of these rows: the counts it read at the claim are current.
+      const updated = await trx
+        .updateTable('deliveries')
+        .set({
+          attempt_count: sql`attempt_count + 1` as never,
+          auto_attempts: sql`auto_attempts + 1` as never,
+          status: 'succeeded',
+          next_attempt_at: null,
+          lease_owner: null,
+          lease_expires_at: null,
+          updated_at: now,
+        })
+        .where('id', 'in', list.map((o) => o.d.id))
+        .where('lease_owner', '=', leaseOwner)
+        .returning('id')
+        .execute();
+      const recorded = new Set(updated.map((r) => r.id));
+      const rows = list
+        .filter((o) => recorded.has(o.d.id))
+        .map(({ d, kind, at, res }) => ({
+          delivery_id: d.id,
+          attempt: d.attempt_count + 1,
+          kind,
+          at,
+          status_code: res.statusCode,
+          duration_ms: res.durationMs,
+          error: res.error,
+          response_body: res.responseBody,
+          worker: leaseOwner,
+        }));
+      if (rows.length) await trx.insertInto('delivery_attempts').values(rows).execute();
+    }
+  }
+
+  /**
+   * Whether a retry is rescheduled: its webhook is enabled. On PostgreSQL the webhook row is read FOR SHARE, so a
+   * disable or delete committing at the same moment is waited for and seen (a plain read saw the webhook as
+   * enabled, rescheduled the delivery, and the disable's cancel, which leaves leased deliveries to their holder,
+   * had skipped it: `pending` for a disabled webhook). SQLite has one writer.
+   */
+  const enabledNow =
+    dialect === 'postgres' ? sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1 for share)` : webhookEnabled;
 
   async function writeOutcome(trx: Kysely<DB>, { d, kind, leaseOwner, at, res }: Outcome) {
     const now = clock.now();
@@ -226,12 +293,12 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       : next?.status === 'failed'
         ? sql<string>`case when status in ('pending', 'cancelled') then 'failed' else status end`
         : next
-          ? sql<string>`case when status = 'pending' and ${webhookEnabled} then ${next.status} when status = 'pending' then 'cancelled' else status end`
+          ? sql<string>`case when status = 'pending' and ${enabledNow} then ${next.status} when status = 'pending' then 'cancelled' else status end`
           : sql<string>`status`;
     const nextAt = res.ok
       ? null
       : next
-        ? sql<number | null>`case when status = 'pending' and ${webhookEnabled} then cast(${next.nextAt} as bigint) else null end`
+        ? sql<number | null>`case when status = 'pending' and ${enabledNow} then cast(${next.nextAt} as bigint) else null end`
         : sql<number | null>`next_attempt_at`;
     const updated = await trx
       .updateTable('deliveries')
@@ -380,7 +447,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     // more than perWebhook of its requests in flight.
     const setAside = new Map<string, number>();
     const busy = (webhookId: string) => (perWebhookCount.get(webhookId) ?? 0) + (setAside.get(webhookId) ?? 0);
-    for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight && recording.size < maxInFlight; ) {
+    for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight && recording.size < maxUnrecorded; ) {
       const item = queued[i]!;
       if (busy(item.d.webhook_id) < perWebhook) {
         queued.splice(i, 1);
@@ -406,7 +473,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     // Attempts sent but not yet recorded are what a crash makes the next worker send again. Recording is slower
     // than sending in a burst, so without this bound that backlog grew without end (a crash audit on PostgreSQL
     // measured up to 12 s of unrecorded sends, over 2,000 deliveries sent twice): new sends wait for records.
-    if (free <= 0 || recording.size >= maxInFlight) return;
+    if (free <= 0 || recording.size >= maxUnrecorded) return;
     // A webhook with a full pipeline (a slot's worth in flight and as many waiting here) gets no more for now,
     // so one receiver's backlog cannot fill this worker while others wait.
     const held = new Map(perWebhookCount);

@@ -14,7 +14,16 @@ for (const dialect of DIALECTS) {
   describe(`delivery engine: records and orphans (${dialect})`, () => {
     const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
     const engine = (maxInFlight = 4) =>
-      createDeliveryEngine({ db: t.ctx.db, dialect, clock: t.ctx.clock, config: t.ctx.config, sender: createUndiciSender({ allowPrivate: true }), maxInFlight, perWebhook: maxInFlight });
+      createDeliveryEngine({
+        db: t.ctx.db,
+        dialect,
+        clock: t.ctx.clock,
+        config: t.ctx.config,
+        sender: createUndiciSender({ allowPrivate: true }),
+        maxInFlight,
+        perWebhook: maxInFlight,
+        maxUnrecorded: maxInFlight,
+      });
 
     test('a pending delivery whose webhook was deleted or disabled under it is cancelled by the sweep, never left pending', async () => {
       const srv = await startServer();
@@ -60,7 +69,8 @@ for (const dialect of DIALECTS) {
           await e.run();
           await sleep(20);
         }
-        // Before the bound every run claimed and sent four more: all 40 went out with none recorded.
+        // In flight plus unrecorded: 4 + 4. Before the bound every run claimed and sent four more: all 40 went out
+        // with none recorded.
         assert.ok(srv.received.length <= 8, `${srv.received.length} sent while no record could commit`);
         await locker.query('COMMIT');
         await waitFor(async () => {
