@@ -27,11 +27,11 @@ export type AttemptKind = 'auto' | 'manual' | 'test';
 
 /** How long the worker's finished attempts wait for others to be recorded with (see `record`), and how many at most. */
 const RECORD_WAIT_MS = 5;
-/** In an UPDATE of deliveries: its webhook still exists and is enabled. */
-const webhookEnabled = sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1)`;
 const RECORD_BATCH = 64;
 /** Successful attempts recorded by one UPDATE and one INSERT (flush). */
 const SUCCESS_CHUNK = 16;
+/** In an UPDATE of deliveries: its webhook still exists and is enabled. */
+const webhookEnabled = sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1)`;
 
 /** What an attempt needs, as read when the delivery was claimed (the lease keeps it current). */
 export type ClaimedDelivery = Pick<
@@ -188,11 +188,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     outbox = [];
     try {
       await db.transaction().execute(async (trx) => {
-        // The common case, the worker's attempts that succeeded, in two statements for the lot (one UPDATE, one
-        // multi-row INSERT): recording one by one, two round trips each, was what bounded a PostgreSQL worker's
-        // rate once sends wait for records.
-        // Whole chunks of SUCCESS_CHUNK only: every statement text is prepared once per connection on PostgreSQL
-        // (database.ts), and a statement per batch size would fill that cache. The rest go one by one.
+        // The common case, this worker's attempts that succeeded, SUCCESS_CHUNK at a time in two statements (one
+        // UPDATE, one multi-row INSERT): recorded one by one, two round trips each, they bounded a PostgreSQL
+        // worker's rate once sends wait for records. Whole chunks only, since every statement text is prepared once
+        // per connection on PostgreSQL (database.ts) and a text per batch size would fill that cache; the rest,
+        // and every other outcome, one by one.
         const plain = batch.filter((o) => o.kind === 'auto' && o.res.ok && !o.uow && o.leaseOwner === owner);
         const chunked = plain.slice(0, plain.length - (plain.length % SUCCESS_CHUNK));
         for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
@@ -218,40 +218,37 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   /** Successful attempts of this worker, each under its lease: as writeOutcome would record them one by one. */
   async function writeSucceeded(trx: Kysely<DB>, list: Outcome[]) {
     const now = clock.now();
-    const leaseOwner = owner;
-    {
-      // The holder of the lease is the only writer of these rows: the counts it read at the claim are current.
-      const updated = await trx
-        .updateTable('deliveries')
-        .set({
-          attempt_count: sql`attempt_count + 1` as never,
-          auto_attempts: sql`auto_attempts + 1` as never,
-          status: 'succeeded',
-          next_attempt_at: null,
-          lease_owner: null,
-          lease_expires_at: null,
-          updated_at: now,
-        })
-        .where('id', 'in', list.map((o) => o.d.id))
-        .where('lease_owner', '=', leaseOwner)
-        .returning('id')
-        .execute();
-      const recorded = new Set(updated.map((r) => r.id));
-      const rows = list
-        .filter((o) => recorded.has(o.d.id))
-        .map(({ d, kind, at, res }) => ({
-          delivery_id: d.id,
-          attempt: d.attempt_count + 1,
-          kind,
-          at,
-          status_code: res.statusCode,
-          duration_ms: res.durationMs,
-          error: res.error,
-          response_body: res.responseBody,
-          worker: leaseOwner,
-        }));
-      if (rows.length) await trx.insertInto('delivery_attempts').values(rows).execute();
-    }
+    // The holder of the lease is the only writer of these rows: the counts it read at the claim are current.
+    const updated = await trx
+      .updateTable('deliveries')
+      .set({
+        attempt_count: sql`attempt_count + 1` as never,
+        auto_attempts: sql`auto_attempts + 1` as never,
+        status: 'succeeded',
+        next_attempt_at: null,
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now,
+      })
+      .where('id', 'in', list.map((o) => o.d.id))
+      .where('lease_owner', '=', owner)
+      .returning('id')
+      .execute();
+    const recorded = new Set(updated.map((r) => r.id));
+    const rows = list
+      .filter((o) => recorded.has(o.d.id))
+      .map(({ d, kind, at, res }) => ({
+        delivery_id: d.id,
+        attempt: d.attempt_count + 1,
+        kind,
+        at,
+        status_code: res.statusCode,
+        duration_ms: res.durationMs,
+        error: res.error,
+        response_body: res.responseBody,
+        worker: owner,
+      }));
+    if (rows.length) await trx.insertInto('delivery_attempts').values(rows).execute();
   }
 
   /**
