@@ -235,21 +235,22 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .returning('id')
       .execute();
     const recorded = new Set(updated.map((r) => r.id));
-    const rows = list
-      .filter((o) => recorded.has(o.d.id))
-      .map(({ d, kind, at, res }) => ({
-        delivery_id: d.id,
-        attempt: d.attempt_count + 1,
-        kind,
-        at,
-        status_code: res.statusCode,
-        duration_ms: res.durationMs,
-        error: res.error,
-        response_body: res.responseBody,
-        worker: owner,
-      }));
+    const rows = list.filter((o) => recorded.has(o.d.id)).map(attemptRow);
     if (rows.length) await trx.insertInto('delivery_attempts').values(rows).execute();
   }
+
+  /** The attempt's record, as the delivery's attempt number `attempt_count + 1`. */
+  const attemptRow = ({ d, kind, leaseOwner, at, res }: Outcome) => ({
+    delivery_id: d.id,
+    attempt: d.attempt_count + 1,
+    kind,
+    at,
+    status_code: res.statusCode,
+    duration_ms: res.durationMs,
+    error: res.error,
+    response_body: res.responseBody,
+    worker: leaseOwner,
+  });
 
   /**
    * Whether a retry is rescheduled: its webhook is enabled. On PostgreSQL the webhook row is read FOR SHARE, so a
@@ -260,7 +261,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const enabledNow =
     dialect === 'postgres' ? sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1 for share)` : webhookEnabled;
 
-  async function writeOutcome(trx: Kysely<DB>, { d, kind, leaseOwner, at, res }: Outcome) {
+  async function writeOutcome(trx: Kysely<DB>, o: Outcome) {
+    const { d, kind, leaseOwner, res } = o;
     const now = clock.now();
     const n = d.attempt_count + 1;
     const autoN = kind === 'auto' ? d.auto_attempts + 1 : d.auto_attempts;
@@ -312,20 +314,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where('lease_owner', '=', leaseOwner)
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) return;
-    await trx
-      .insertInto('delivery_attempts')
-      .values({
-        delivery_id: d.id,
-        attempt: n,
-        kind,
-        at,
-        status_code: res.statusCode,
-        duration_ms: res.durationMs,
-        error: res.error,
-        response_body: res.responseBody,
-        worker: leaseOwner,
-      })
-      .execute();
+    await trx.insertInto('delivery_attempts').values(attemptRow(o)).execute();
     if (disableReason) await webhooksRepository.disable(trx, d.account_id, d.webhook_id, disableReason, now);
   }
 
