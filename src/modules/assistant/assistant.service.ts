@@ -37,6 +37,9 @@ const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
 /** An account's assistant settings from its stored JSON (null: none saved yet), defaults filling the rest. */
 export const settingsFrom = (json: string | null): AssistantSettings => ({ ...DEFAULT_SETTINGS, ...(json ? (JSON.parse(json) as Partial<AssistantSettings>) : {}) });
 
+/** At most one warning per kind of provider failure in this period (with a count of the ones left out). */
+const PROVIDER_WARN_INTERVAL_MS = 60_000;
+
 /**
  * One in-process index per account, kept in step with the account's knowledge version. The version is read
  * on every reply (one indexed lookup), so a change made through any API node is seen by every node on its
@@ -44,9 +47,6 @@ export const settingsFrom = (json: string | null): AssistantSettings => ({ ...DE
  * upserted with their status, deleted ids are removed) rather than rebuilding it: a 10,000-document rebuild takes
  * seconds, a refresh milliseconds.
  */
-/** At most one warning per kind of provider failure in this period (with a count of the ones left out). */
-const PROVIDER_WARN_INTERVAL_MS = 60_000;
-
 export function createAssistantService(
   db: Kysely<DB>,
   config: Config,
