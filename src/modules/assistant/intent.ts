@@ -113,14 +113,18 @@ const GLOBAL_PATTERNS = PATTERNS.map((p) => new RegExp(p.source, 'g'));
 /** True when the customer explicitly asks for a human, in any common phrasing (English and 20-odd other languages). */
 export function detectHandoff(text: string): boolean {
   // Contact details are not words of the request: "a person please, jo@acme.test" is the short form.
-  const t = clean(text.replace(EMAILS_IN_TEXT, ' '));
+  const withoutEmails = text.replace(EMAILS_IN_TEXT, ' ');
+  const t = clean(withoutEmails);
   if (!t) return false;
   if (AGENT_PHRASES.some((p) => t.includes(p))) return true;
   if (shortRequest(t)) return true;
   // The short form as one clause of a longer message, said as a request: "agent please, I need help", "a person
   // please, thanks". A bare noun opening a clause is an address, not a request ("hi support, where is my order").
-  const clauses = normalize(text.replace(EMAILS_IN_TEXT, ' ')).split(/[,.;:!?()\n-]+/).map(clean).filter(Boolean);
-  if (clauses.length > 1 && clauses.some((c) => REQUEST_MARKER.test(c) && shortRequest(c))) return true;
+  // Only a message with a request word in it can have such a clause.
+  if (REQUEST_MARKER.test(t)) {
+    const clauses = normalize(withoutEmails).split(/[,.;:!?()\n-]+/).map(clean).filter(Boolean);
+    if (clauses.length > 1 && clauses.some((c) => REQUEST_MARKER.test(c) && shortRequest(c))) return true;
+  }
   for (const p of GLOBAL_PATTERNS) {
     for (const m of t.matchAll(p)) if (!NEGATED_BEFORE.test(t.slice(0, m.index))) return true;
   }
