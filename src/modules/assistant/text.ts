@@ -47,7 +47,7 @@ export function words(text: string): string[] {
     // Chinese and Japanese are written without spaces: a run of their characters is read as its overlapping
     // pairs ("退货政策" → 退货 货政 政策), the usual unit for matching such text without a dictionary; other
     // letters in the run (Latin, digits) stay words of their own.
-    for (const part of w.split(/([\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+)/u)) {
+    for (const part of w.split(UNSPACED_RUNS)) {
       if (!part) continue;
       if (!UNSPACED.test(part)) out.push(part);
       else if (part.length === 1) out.push(part);
@@ -57,7 +57,10 @@ export function words(text: string): string[] {
   return out;
 }
 
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+const UNSPACED_LETTER = String.raw`[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]`;
+const UNSPACED = new RegExp(UNSPACED_LETTER, 'u');
+/** Splits a run into its unspaced stretches (kept, as the split's capture) and the rest. */
+const UNSPACED_RUNS = new RegExp(`(${UNSPACED_LETTER}+)`, 'u');
 
 /**
  * Longer runs are not words (a pasted hash, base64, "xxxx…") and cost quadratic time downstream: the spelling
