@@ -372,7 +372,6 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     const now = clock.now();
     const ids = items.map((q) => q.d.id);
     const renew = items.some((q) => q.claimedAt + leaseMs - now < timeoutMs + 1_000 + leaseMs / 4);
-    const enabledHooks = db.selectFrom('webhooks').select('id').where(sql<boolean>`enabled = 1`);
     const ok = renew
       ? await db
           .updateTable('deliveries')
@@ -380,7 +379,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
           .where('id', 'in', ids)
           .where('lease_owner', '=', owner)
           .where(sql<boolean>`status = 'pending'`)
-          .where('webhook_id', 'in', enabledHooks)
+          .where(webhookEnabled)
           .returning('id')
           .execute()
       : await db
@@ -389,7 +388,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
           .where('id', 'in', ids)
           .where('lease_owner', '=', owner)
           .where(sql<boolean>`status = 'pending'`)
-          .where('webhook_id', 'in', enabledHooks)
+          .where(webhookEnabled)
           .execute();
     const okIds = new Set(ok.map((r) => r.id));
     const lost = ids.filter((id) => !okIds.has(id));
