@@ -16,9 +16,15 @@ export interface AnswerProviderInput {
   history?: ChatTurn[];
 }
 
+/** A provider's answer: its text and the cited ids; `marked`: the reply had a SOURCES line (false: the model ignored the format). */
+export interface ProviderReply {
+  content: string;
+  sources: string[];
+  marked?: boolean;
+}
+
 export interface AnswerProvider {
-  /** `marked`: the reply had a SOURCES line (false: the model ignored the format). */
-  answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<{ content: string; sources: string[]; marked?: boolean }>;
+  answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<ProviderReply>;
 }
 
 export interface OpenAiCompatibleOptions {
@@ -46,7 +52,7 @@ const SOURCES_LINES = /^\s*SOURCES?\s*:\s*(.*)$/gim;
  * earlier "Sources: our returns article" is part of the answer. `marked` says whether there was one at all (a
  * model that ignores the format is worth telling the operator about; one that cites nothing is just unsure).
  */
-export function parseCitations(reply: string, allowed: readonly string[]): { content: string; sources: string[]; marked: boolean } {
+export function parseCitations(reply: string, allowed: readonly string[]): Required<ProviderReply> {
   const allowedSet = new Set(allowed);
   const m = [...reply.matchAll(SOURCES_LINES)].at(-1);
   const sources: string[] = [];
@@ -120,7 +126,7 @@ export function buildMessages(input: AnswerProviderInput): { role: 'system' | 'u
 export class OpenAiCompatibleProvider implements AnswerProvider {
   constructor(private readonly opts: OpenAiCompatibleOptions) {}
 
-  async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<{ content: string; sources: string[]; marked: boolean }> {
+  async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<ProviderReply> {
     const timeout = AbortSignal.timeout(this.opts.timeoutMs ?? 15_000);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const url = `${this.opts.baseUrl.replace(/\/+$/, '')}/chat/completions`;
@@ -180,7 +186,7 @@ export class PausingProvider implements AnswerProvider {
     private readonly clock: Clock,
   ) {}
 
-  async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<{ content: string; sources: string[]; marked?: boolean }> {
+  async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<ProviderReply> {
     if (this.clock.now() < this.pausedUntil) throw new ProviderError('provider paused after repeated failures');
     try {
       const out = await this.inner.answer(input, signal);
