@@ -296,7 +296,7 @@ async function beginImmediate(db: Kysely<DB>) {
   const deadline = Date.now() + MIGRATION_WAIT_MS;
   for (;;) {
     try {
-      await sql`begin immediate`.execute(db);
+      await db.executeQuery(BEGIN_IMMEDIATE);
       return;
     } catch (err) {
       if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
