@@ -162,8 +162,7 @@ export function parseNumber(raw: string): number | undefined {
 }
 
 function typed(field: Field, raw: string): string | number | undefined {
-  const v = raw.trim();
-  return field.type === 'number' ? parseNumber(v) : v;
+  return field.type === 'number' ? parseNumber(raw) : raw.trim();
 }
 
 /** The fields found in the conversation (absent fields are left out). `customerTexts` are oldest first. */
