@@ -195,9 +195,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
         // and every other outcome, one by one.
         const plain = batch.filter((o) => o.kind === 'auto' && o.res.ok && !o.uow && o.leaseOwner === owner);
         const chunked = plain.slice(0, plain.length - (plain.length % SUCCESS_CHUNK));
-        for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
         const inChunks = new Set(chunked);
-        for (const o of batch) if (!inChunks.has(o)) await writeOutcome(trx, o);
+        const single = batch.filter((o) => !inChunks.has(o));
+        await lockWebhooks(trx, single);
+        for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
+        for (const o of single) await writeOutcome(trx, o);
         // A manual retry's key is marked committed with its attempt's record: once the attempt is recorded, a
         // retry of the request must not send again.
         for (const o of batch) await o.uow?.beforeCommit(trx);
@@ -256,15 +258,17 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    * Whether a retry is rescheduled: its webhook is enabled. On PostgreSQL the webhook row is read FOR SHARE, so a
    * disable or delete committing at the same moment is waited for and seen (a plain read saw the webhook as
    * enabled, rescheduled the delivery, and the disable's cancel, which leaves leased deliveries to their holder,
-   * had skipped it: `pending` for a disabled webhook). SQLite has one writer.
+   * had skipped it: `pending` for a disabled webhook). The lock is already held by then (lockWebhooks). SQLite has
+   * one writer.
    */
   const enabledNow =
     dialect === 'postgres' ? sql<boolean>`exists (select 1 from webhooks w where w.id = deliveries.webhook_id and w.enabled = 1 for share)` : webhookEnabled;
 
-  async function writeOutcome(trx: Kysely<DB>, o: Outcome) {
-    const { d, kind, leaseOwner, res } = o;
-    const now = clock.now();
-    const n = d.attempt_count + 1;
+  /**
+   * What recording the attempt does: the delivery's next status (null: unchanged; a failure to reschedule or to
+   * settle reads the webhook with enabledNow) and whether it disables the webhook.
+   */
+  function settle({ d, kind, res }: Outcome, now: number) {
     const autoN = kind === 'auto' ? d.auto_attempts + 1 : d.auto_attempts;
     let disableReason: string | null = null;
     let next: { status: 'pending' | 'failed'; nextAt: number | null } | null = null;
@@ -282,6 +286,38 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
         } else next = { status: 'pending', nextAt: now + delay };
       }
     }
+    return { autoN, next, disableReason };
+  }
+
+  /**
+   * On PostgreSQL, the webhook rows the batch's records will read with enabledNow, locked before anything else and
+   * in id order: FOR NO KEY UPDATE (what the disable's UPDATE takes) when one of them may disable its webhook, else
+   * FOR SHARE. A record that read its webhook FOR SHARE and then disabled it had to upgrade that lock, and two
+   * workers doing so for one webhook (two last failures together) each waited for the other's share: a deadlock,
+   * one batch rolled back and its attempts made again. Taken up front and in order, these locks cannot form a cycle
+   * (one batch waits for the other's commit), and the disable or delete of the API, which locks the webhook row
+   * before the deliveries, orders the same way. Successes read no webhook: a batch of them takes nothing here.
+   */
+  async function lockWebhooks(trx: Kysely<DB>, outcomes: Outcome[]) {
+    if (dialect !== 'postgres') return;
+    const ids = new Set<string>();
+    let disables = false;
+    for (const o of outcomes) {
+      if (o.res.ok) continue;
+      const { next, disableReason } = settle(o, 0);
+      if (next) ids.add(o.d.webhook_id);
+      if (disableReason) disables = true;
+    }
+    if (!ids.size) return;
+    const q = trx.selectFrom('webhooks').select('id').where(sql<boolean>`id = any(${[...ids]})`).orderBy('id');
+    await (disables ? q.forNoKeyUpdate() : q.forShare()).execute();
+  }
+
+  async function writeOutcome(trx: Kysely<DB>, o: Outcome) {
+    const { d, leaseOwner, res } = o;
+    const now = clock.now();
+    const n = d.attempt_count + 1;
+    const { autoN, next, disableReason } = settle(o, now);
     // Conditional on the lease: an attempt whose lease was lost (which the lease length rules out for a
     // live process) is not recorded over another holder's. A delivery cancelled meanwhile stays cancelled
     // unless this attempt succeeded (the receiver did get it) or was its last (it failed every attempt: CONTRACT

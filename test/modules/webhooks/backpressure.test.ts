@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS, PG_URL } from '../../helpers/db.js';
+import { openDatabase } from '../../../src/db/database.js';
 import { createDeliveryEngine } from '../../../src/modules/webhooks/delivery.js';
 import { createUndiciSender } from '../../../src/modules/webhooks/sender.js';
 import { startServer } from './helpers.js';
@@ -13,9 +15,9 @@ const SECRET = 'whsec_test_secret_1';
 for (const dialect of DIALECTS) {
   describe(`delivery engine: records and orphans (${dialect})`, () => {
     const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
-    const engine = (maxInFlight = 4) =>
+    const engine = (maxInFlight = 4, db = t.ctx.db, log?: { error(obj: unknown, msg?: string): void }) =>
       createDeliveryEngine({
-        db: t.ctx.db,
+        db,
         dialect,
         clock: t.ctx.clock,
         config: t.ctx.config,
@@ -23,6 +25,7 @@ for (const dialect of DIALECTS) {
         maxInFlight,
         perWebhook: maxInFlight,
         maxUnrecorded: maxInFlight,
+        ...(log ? { log } : {}),
       });
 
     test('a pending delivery whose webhook was deleted or disabled under it is cancelled by the sweep, never left pending', async () => {
@@ -49,6 +52,67 @@ for (const dialect of DIALECTS) {
           await e.close();
         }
       } finally {
+        await srv.close();
+      }
+    });
+
+    test('two workers recording last failures of one webhook at once: both recorded, the webhook disabled, no deadlock', async () => {
+      // Two deliveries of one webhook at their fifth (last) attempt, one claimed by each of two engines (a worker
+      // each, each with its own connection on PostgreSQL); the receiver fails both at once. Each record may disable
+      // the webhook. On PostgreSQL a second connection holds back the records' INSERT into delivery_attempts until
+      // both are under way, so they overlap for certain: each used to hold the webhook row FOR SHARE (read by its
+      // UPDATE of the delivery) when it came to disable the webhook, and PostgreSQL aborted one as a deadlock,
+      // rolling back its record (the delivery left leased, to be sent again once the lease expired).
+      const held: Array<() => void> = [];
+      const srv = await startServer((_req, res) => {
+        held.push(() => {
+          res.writeHead(500);
+          res.end('boom');
+        });
+      });
+      const errors: unknown[] = [];
+      const log = { error: (obj: unknown) => void errors.push(obj) };
+      const own = dialect === 'postgres' ? [0, 1].map(() => openDatabase(PG_URL, { schema: t.database.schema!, poolSize: 1 })) : [];
+      const dbs = own.length ? own.map((d) => d.db) : [t.ctx.db, t.ctx.db];
+      const engines = dbs.map((db) => engine(1, db, log));
+      const locker = dialect === 'postgres' ? new pg.Client({ connectionString: PG_URL }) : null;
+      try {
+        await locker?.connect();
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${srv.url}/last`, events: ['escalation.submitted'], secret: SECRET } });
+        const id = r.body.data.id as string;
+        await emit(t, t.accountId, 'escalation.submitted', { n: 1 });
+        await emit(t, t.accountId, 'escalation.submitted', { n: 2 });
+        // As after four failed attempts each: the next is the last.
+        await t.ctx.db.updateTable('deliveries').set({ attempt_count: 4, auto_attempts: 4 }).where('webhook_id', '=', id).execute();
+        for (const e of engines) await e.run(); // one delivery each (one in flight at most)
+        await waitFor(() => held.length === 2, 'both last attempts at the receiver');
+        const pids = await Promise.all(own.map(async (d) => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(d.db)).rows[0]!.pid));
+        if (locker) await locker.query(`BEGIN; SET LOCAL search_path TO ${t.database.schema}; LOCK TABLE delivery_attempts IN EXCLUSIVE MODE`);
+        for (const f of held) f();
+        if (locker) {
+          // Both records are waiting on a lock: on this one, or (one at a time) on each other.
+          await waitFor(async () => {
+            const w = await locker.query(`select count(*)::int as n from pg_stat_activity where pid = any($1) and wait_event_type = 'Lock'`, [pids]);
+            return w.rows[0].n === 2;
+          }, 'both records waiting');
+          await locker.query('COMMIT');
+        }
+        const rows = await waitFor(async () => {
+          const all = await t.ctx.db.selectFrom('deliveries').select(['id', 'status', 'attempt_count', 'lease_owner']).where('webhook_id', '=', id).execute();
+          return errors.length || all.every((x) => x.lease_owner === null) ? all : null;
+        }, 'both records committed (or one failed)');
+        assert.deepEqual(errors, [], 'no record failed');
+        assert.deepEqual(rows.map((x) => [x.status, x.attempt_count, x.lease_owner]), [['failed', 5, null], ['failed', 5, null]]);
+        const attempts = await t.ctx.db.selectFrom('delivery_attempts').select(['delivery_id', 'attempt']).where('delivery_id', 'in', rows.map((x) => x.id)).execute();
+        assert.deepEqual(attempts.map((a) => a.attempt), [5, 5]);
+        const w = await t.ctx.db.selectFrom('webhooks').select(['enabled', 'disabled_reason']).where('id', '=', id).executeTakeFirstOrThrow();
+        assert.equal(w.enabled, 0);
+        assert.match(w.disabled_reason ?? '', /^5 failed attempts for delivery /);
+      } finally {
+        await locker?.query('ROLLBACK').catch(() => undefined);
+        await locker?.end();
+        for (const e of engines) await e.close();
+        for (const d of own) await d.close();
         await srv.close();
       }
     });
