@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { ensureDir } from '../lib/fs.js';
@@ -11,6 +11,8 @@ export class BackupError extends Error {}
  * committed before it began. The copy is written under a temporary name beside the target, synced to disk and
  * checked (`PRAGMA quick_check`), and only then given the target's name (a hard link, which fails rather than
  * overwrite a file that appeared meanwhile): a run that is killed or fails leaves nothing under the backup's name.
+ * A run that fails removes its temporary file; one that is killed cannot, so each run first removes those of
+ * earlier runs for the same target whose process is gone (see removeStalePartials).
  */
 export function backupSqlite(file: string, to: string): { path: string; bytes: number; durationMs: number } {
   const target = resolve(to);
@@ -30,6 +32,7 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
   };
   const started = performance.now();
   removePartial();
+  removeStalePartials(target);
   try {
     const source = new SQLite(file, { fileMustExist: true });
     try {
@@ -68,6 +71,48 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
     removePartial();
   }
   return { path: target, bytes: statSync(target).size, durationMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * Removes what killed runs (OOM, SIGKILL, a reboot) left beside `target`: its `.NAME.partial-PID` files (and their
+ * `-journal`) whose PID is no longer a running process, as large as the database each. Never the file of a live
+ * process (another backup to the same name still running: `kill(pid, 0)` succeeds, or fails with EPERM for
+ * another user's process), nor the files of other targets. Best effort: a file it cannot list or remove is left
+ * as it is, and the backup goes on. The PIDs are this machine's: a directory shared with other machines (or
+ * containers with their own PID namespace) holding a backup running there is not a case this handles.
+ */
+function removeStalePartials(target: string): void {
+  const dir = dirname(target);
+  const prefix = `.${basename(target)}.partial-`; // as backupSqlite names its `partial`
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = /^([1-9]\d*)(-journal)?$/.exec(name.slice(prefix.length));
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || processExists(pid)) continue;
+    try {
+      rmSync(join(dir, name), { force: true });
+    } catch {
+      // left for a later run, or for the user
+    }
+  }
+}
+
+function processExists(pid: number): boolean {
+  if (!Number.isSafeInteger(pid)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // ESRCH: no such process. EPERM: one exists, owned by another user.
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
 }
 
 function fsyncPath(path: string): void {

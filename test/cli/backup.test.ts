@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { DIALECTS } from '../helpers/db.js';
@@ -72,40 +72,81 @@ for (const dialect of DIALECTS) {
   });
 }
 
-describe('parley backup: a run that is killed or cannot write', () => {
-  test('killed mid-copy, it leaves nothing under the backup name, and the next run makes the backup', async () => {
+describe('parley backup: a run that is killed, fails or cannot write', () => {
+  /** Any SQLite file will do for the copy; big enough (~60 MB) that what a test does lands while it is being written. */
+  function bigDatabase(dir: string): string {
+    const db = join(dir, 'big.db');
+    const big = new SQLite(db);
+    big.exec('create table filler (b blob)');
+    const insert = big.prepare('insert into filler values (randomblob(1000000))');
+    big.transaction(() => {
+      for (let i = 0; i < 60; i++) insert.run();
+    })();
+    big.close();
+    return db;
+  }
+
+  /** A backup run as a child process, and a promise of its exit once its copy is being written (under its temporary name). */
+  async function backupUnderWay(to: string, env: Record<string, string>) {
+    const out = dirname(to);
+    const child = spawn(process.execPath, [ENTRY, 'backup', '--to', to, '--json'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const exited = new Promise<{ code: number | null; stdout: string }>((r) => child.once('close', (code) => r({ code, stdout })));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const partial = existsSync(out) ? readdirSync(out).find((f) => f.endsWith(`.partial-${child.pid}`)) : undefined;
+      if (partial && statSync(join(out, partial)).size > 1_000_000) break;
+      assert.ok(Date.now() < deadline, 'the copy never started');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return { child, exited };
+  }
+
+  test('killed mid-copy, it leaves nothing under the backup name; the next run makes the backup and removes what the killed one left', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'parley-backup-kill-'));
     try {
-      // Any SQLite file will do for the copy; big enough (~60 MB) that the kill lands while it is being written.
-      const db = join(dir, 'big.db');
-      const big = new SQLite(db);
-      big.exec('create table filler (b blob)');
-      const insert = big.prepare('insert into filler values (randomblob(1000000))');
-      big.transaction(() => {
-        for (let i = 0; i < 60; i++) insert.run();
-      })();
-      big.close();
-      const to = join(dir, 'out', 'copy.db');
+      const db = bigDatabase(dir);
+      const out = join(dir, 'out');
+      const to = join(out, 'copy.db');
       const env = { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${db}` };
-      const child = spawn(process.execPath, [ENTRY, 'backup', '--to', to, '--json'], { env, stdio: 'ignore' });
-      const exited = new Promise((r) => child.once('exit', r));
-      // Kill it once the copy is being written (under its temporary name, beside the target).
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const partial = existsSync(join(dir, 'out')) ? readdirSync(join(dir, 'out')).find((f) => f.includes('.partial-')) : undefined;
-        if (partial && statSync(join(dir, 'out', partial)).size > 1_000_000) break;
-        assert.ok(Date.now() < deadline, 'the copy never started');
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      const { child, exited } = await backupUnderWay(to, env);
       child.kill('SIGKILL');
       await exited;
       assert.ok(!existsSync(to), 'nothing under the backup name');
+      const dead = child.pid!;
+      assert.ok(existsSync(join(out, `.copy.db.partial-${dead}`)), 'a killed run cannot remove its own partial file');
+      // Besides it: a journal of the killed run, the file of a run still going (this test's process stands for
+      // it), and a partial file of another target: only the killed run's files for this target are stale.
+      writeFileSync(join(out, `.copy.db.partial-${dead}-journal`), 'x');
+      writeFileSync(join(out, `.copy.db.partial-${process.pid}`), 'x');
+      writeFileSync(join(out, `.other.db.partial-${dead}`), 'x');
       const again = await cli(['backup', '--to', to, '--json'], env);
       assert.equal(again.code, 0, again.stderr);
       assert.equal(oneJson(again).path, to);
       const copy = new SQLite(to, { readonly: true });
       assert.equal((copy.prepare('select count(*) as n from filler').get() as { n: number }).n, 60);
       copy.close();
+      assert.deepEqual(readdirSync(out).sort(), [`.copy.db.partial-${process.pid}`, `.other.db.partial-${dead}`, 'copy.db']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a run that fails after writing its copy (the name was taken meanwhile) removes its partial file and leaves the file there alone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-backup-fail-'));
+    try {
+      const db = bigDatabase(dir);
+      const out = join(dir, 'out');
+      const to = join(out, 'copy.db');
+      const env = { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${db}` };
+      const { exited } = await backupUnderWay(to, env);
+      writeFileSync(to, 'not a backup', { flag: 'wx' }); // fails if the backup already got the name: too late
+      const r = await exited;
+      assert.equal(r.code, 2);
+      assert.match(oneJson({ ...r, stderr: '' }).error, /appeared while the backup ran/);
+      assert.equal(readFileSync(to, 'utf8'), 'not a backup');
+      assert.deepEqual(readdirSync(out), ['copy.db']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
