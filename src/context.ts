@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
-import { deliveriesChannel, listen } from './db/notify.js';
+import { createAnnouncer, deliveriesChannel, listen } from './db/notify.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';
@@ -48,7 +47,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
       clock,
       retryDelaysMs: config.webhookRetryDelaysMs,
       onCreated: () => deliveries.kick(),
-      ...(channel ? { announce: sql`pg_notify(${channel}, '')` } : {}),
+      ...(channel ? { announce: createAnnouncer(db, channel) } : {}),
     }),
   });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.

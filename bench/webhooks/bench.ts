@@ -125,7 +125,7 @@ async function main() {
     for (let i = 0; i < paced; i++) {
       const before = received;
       const te = now();
-      const ev = await ctx.db.transaction().execute((trx) => ctx.events.emit(trx, acct.id, 'conversation.message', { seq: i, paced: true }));
+      const ev = await writeTransaction(ctx.db, (trx) => ctx.events.emit(trx, acct.id, 'conversation.message', { seq: i, paced: true }));
       void ev;
       await untilReceived(before + hooks);
       lat.push(now() - te);

@@ -66,12 +66,35 @@ export function useWriter(db: Kysely<DB>, writer: Transact): void {
   writers.set(db, writer);
 }
 
+/** What runs once a write transaction has committed, per transaction (see afterCommit). */
+const commitHooks = new WeakMap<Kysely<DB>, Array<() => void>>();
+
+/**
+ * Runs `fn` once the write transaction `trx` has committed, and never if it rolls back. Only a transaction that
+ * writeTransaction started has that moment: for any other, `fn` is not kept and false is answered, so the caller
+ * chooses what to do instead.
+ */
+export function afterCommit(trx: Kysely<DB>, fn: () => void): boolean {
+  const hooks = commitHooks.get(trx);
+  if (!hooks) return false;
+  hooks.push(fn);
+  return true;
+}
+
 /**
  * A write transaction, with the current unit of work's `beforeCommit` before COMMIT: `db.transaction()`, or on
  * SQLite one job of the database's group commit, so the writes of concurrent requests share one commit (one sync).
+ * Once it has committed, the `afterCommit` hooks its body registered run.
  */
-export function writeTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+export async function writeTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  const hooks: Array<() => void> = [];
+  const body = (trx: Transaction<DB>) => {
+    // A group commit runs its jobs one after another on one transaction: each job's hooks are its own.
+    commitHooks.set(trx, hooks);
+    return fn(trx);
+  };
   const writer = writers.get(db);
-  if (writer) return writer(fn);
-  return db.transaction().execute(committingWith(currentUnitOfWork(), fn));
+  const value = await (writer ? writer(body) : db.transaction().execute(committingWith(currentUnitOfWork(), body)));
+  for (const hook of hooks) hook();
+  return value;
 }

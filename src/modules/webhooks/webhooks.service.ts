@@ -1,11 +1,11 @@
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
-import { outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
+import { afterCommit, outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
@@ -66,10 +66,10 @@ export function createFanout(opts: {
   /** Wakes this process's worker. */
   onCreated?: () => void;
   /**
-   * PostgreSQL: the expression that announces new deliveries to workers in other processes (pg_notify, delivered at
-   * commit); it is selected by the statement that inserts them.
+   * PostgreSQL: tells workers in other processes of new deliveries (db/notify.ts `createAnnouncer`), called once the
+   * emitting transaction has committed.
    */
-  announce?: RawBuilder<unknown>;
+  announce?: () => void;
 }): EventFanout {
   return {
     subscribers: (db, accountId) => repo.enabled(db, accountId),
@@ -101,16 +101,13 @@ export function createFanout(opts: {
         }
       }
       if (rows.length === 0) return;
-      if (opts.announce) {
-        const announce = opts.announce;
-        await conn
-          .with('created', (db) => deliveriesRepository.insertQuery(db, rows))
-          .selectNoFrom(() => announce.as('announced'))
-          .execute();
-      } else {
-        await deliveriesRepository.insertQuery(conn, rows).execute();
-      }
+      await deliveriesRepository.insertQuery(conn, rows).execute();
       opts.onCreated?.();
+      // After the commit, not inside the transaction: PostgreSQL serialises the commits of every transaction that
+      // ran NOTIFY (a cluster-wide lock held through the commit's WAL flush), so with pg_notify in each emitting
+      // transaction concurrent writes committed one fsync at a time (BENCHMARKS.md, webhooks on PostgreSQL). A
+      // transaction not run by writeTransaction has no such moment; its deliveries are found at the next poll.
+      if (opts.announce) afterCommit(conn, opts.announce);
     },
   };
 }

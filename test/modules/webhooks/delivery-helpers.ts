@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import type { TestApp } from '../../helpers/app.js';
+import { writeTransaction } from '../../../src/db/unit-of-work.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { createWorker } from '../../../src/worker/worker.js';
 import type { Received } from './helpers.js';
@@ -27,8 +28,9 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeout
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Emits as the API's services do: in a write transaction (whose commit announces new deliveries on PostgreSQL). */
 export async function emit(t: TestApp, accountId: string, kind: any, data: Record<string, unknown>) {
-  return t.ctx.db.transaction().execute((trx) => t.ctx.events.emit(trx, accountId, kind, data));
+  return writeTransaction(t.ctx.db, (trx) => t.ctx.events.emit(trx, accountId, kind, data));
 }
 
 /** Both receiver-side libraries accept what a real receiver got. */
