@@ -25,12 +25,19 @@ interface CachedIndex {
 const REFRESH_OVERLAP_MS = 60_000;
 
 type IndexRows = Awaited<ReturnType<typeof repo.knowledge>>;
-const toDoc = (d: IndexRows['docs'][number]): KnowledgeDoc => ({ id: d.id, title: d.title, content: d.content, citable: d.status === 'active' });
+const toDoc = (d: IndexRows['docs'][number]): KnowledgeDoc => ({
+  id: d.id,
+  title: d.title,
+  content: d.content,
+  createdAt: d.created_at,
+  citable: d.status === 'active',
+});
 const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
   id: f.id,
   question: f.question,
   answer: f.answer,
   category: f.category,
+  createdAt: f.created_at,
   citable: f.status === 'approved',
 });
 

@@ -30,6 +30,8 @@ export interface KnowledgeDoc {
   title: string;
   content: string;
   updatedAt?: string | Date;
+  /** Creation time (ms since the epoch, as stored): equally scored sources are cited older first ({@link compareTied}). */
+  createdAt?: number;
   /** False for a draft: indexed as evidence of an unpublished topic, never cited (default true). */
   citable?: boolean;
 }
@@ -39,6 +41,8 @@ export interface KnowledgeFaq {
   question: string;
   answer: string;
   category: string;
+  /** Creation time (ms since the epoch, as stored): equally scored sources are cited older first ({@link compareTied}). */
+  createdAt?: number;
   /** False for a pending or draft FAQ: indexed as evidence of an unpublished topic, never cited (default true). */
   citable?: boolean;
 }
@@ -178,6 +182,8 @@ export class KnowledgeIndex {
   private publishedEntries = 0;
   private corrector: SpellCorrector | undefined;
   private readonly sources = new Map<string, number[]>();
+  /** Source id → its tie key ({@link compareTied}). */
+  private readonly tieKeys = new Map<string, TieKey>();
 
   private constructor() {
     this.mini = new MiniSearch<IndexedFields>({
@@ -194,12 +200,19 @@ export class KnowledgeIndex {
     });
   }
 
-  /** Build an index from ACTIVE documents and APPROVED FAQs (the caller filters). */
+  /**
+   * Build an index from ACTIVE documents and APPROVED FAQs (the caller filters). Entries are added in tie order
+   * ({@link compareTied}): MiniSearch returns equal scores in the order entries were added, so which of many equally
+   * scored sources a search collects does not depend on the order the rows were loaded in.
+   */
   static build(docs: readonly KnowledgeDoc[], faqs: readonly KnowledgeFaq[]): KnowledgeIndex {
     const idx = new KnowledgeIndex();
     const batch: IndexedFields[] = [];
-    for (const d of docs) idx.collectDoc(d, batch);
-    for (const f of faqs) idx.collectFaq(f, batch);
+    const all = [
+      ...docs.map((d) => ({ key: tieKey(d.id, d.createdAt, d.title, d.content), add: () => idx.collectDoc(d, batch) })),
+      ...faqs.map((f) => ({ key: tieKey(f.id, f.createdAt, f.question, f.answer), add: () => idx.collectFaq(f, batch) })),
+    ];
+    for (const { add } of all.sort((a, b) => compareTied(a.key, b.key))) add();
     idx.mini.addAll(batch);
     return idx;
   }
@@ -249,10 +262,12 @@ export class KnowledgeIndex {
       }
     }
     this.sources.delete(sourceId);
+    this.tieKeys.delete(sourceId);
     this.corrector = undefined;
   }
 
   private collectDoc(d: KnowledgeDoc, batch: IndexedFields[]): void {
+    this.tieKeys.set(d.id, tieKey(d.id, d.createdAt, d.title, d.content));
     const titleTerms = analyze(d.title);
     const citable = d.citable ?? true;
     for (const passage of splitPassages(d.content)) {
@@ -264,6 +279,7 @@ export class KnowledgeIndex {
   }
 
   private collectFaq(f: KnowledgeFaq, batch: IndexedFields[]): void {
+    this.tieKeys.set(f.id, tieKey(f.id, f.createdAt, f.question, f.answer));
     const qTerms = analyze(f.question);
     const aTerms = analyze(f.answer);
     const citable = f.citable ?? true;
@@ -405,11 +421,15 @@ export class KnowledgeIndex {
       hit.matched = [...matched];
       hits.push(hit);
     }
-    hits.sort((a, b) => b.score - a.score);
+    hits.sort((a, b) => b.score - a.score || this.tied(a, b));
     this.rerank(query, hits);
     const top = hits[0];
     const unpublishedLead = leading && (!top || leading.matched.some((t) => !top.matched!.includes(t))) ? leading : undefined;
     return { hits: hits.slice(0, limit), terms, ...(unpublishedLead ? { unpublishedLead } : {}) };
+  }
+
+  private tied(a: Hit, b: Hit): number {
+    return compareTied(this.tieKeys.get(a.sourceId)!, this.tieKeys.get(b.sourceId)!);
   }
 
   /** Re-rank the lexical top by meaning (in place): see {@link SEMANTIC_WEIGHT}. */
@@ -429,9 +449,35 @@ export class KnowledgeIndex {
       h.semantic = sem;
       h.relevance += SEMANTIC_WEIGHT * sem;
     }
-    const top = hits.slice(0, depth).sort((a, b) => b.relevance - a.relevance);
+    const top = hits.slice(0, depth).sort((a, b) => b.relevance - a.relevance || this.tied(a, b));
     hits.splice(0, depth, ...top);
   }
+}
+
+interface TieKey {
+  id: string;
+  createdAt: number;
+  /** Document title or FAQ question. */
+  title: string;
+  /** Document content or FAQ answer. */
+  text: string;
+}
+
+function tieKey(id: string, createdAt: number | undefined, title: string, text: string): TieKey {
+  return { id, createdAt: createdAt ?? 0, title, text };
+}
+
+/**
+ * The order of equally scored sources, the same on every instance that holds the same knowledge however it was
+ * loaded (an account's rows load by id, and ids are random within a millisecond): older first, then by title (or
+ * question), then by text (or answer), and only for identical entries made in the same millisecond by id.
+ * Code-unit comparisons, not localeCompare: the order must not depend on an instance's locale or ICU data.
+ */
+function compareTied(x: TieKey, y: TieKey): number {
+  if (x.createdAt !== y.createdAt) return x.createdAt - y.createdAt;
+  if (x.title !== y.title) return x.title < y.title ? -1 : 1;
+  if (x.text !== y.text) return x.text < y.text ? -1 : 1;
+  return x.id < y.id ? -1 : x.id > y.id ? 1 : 0;
 }
 
 /** Embeddings of the texts the word-vector table knows a word of (unpublished entries are never re-ranked). */

@@ -88,10 +88,11 @@ export const documentsRepository = {
   listForIndex(db: Conn, accountId: string, changedSince = 0) {
     return db
       .selectFrom('documents')
-      .select(['id', 'title', 'content', 'status', 'updated_at'])
+      .select(['id', 'title', 'content', 'status', 'created_at', 'updated_at'])
       .where('account_id', '=', accountId)
       .where('updated_at', '>=', changedSince)
-      // A fixed order makes the index, and so ties between equally good sources, the same on both databases.
+      // A fixed order makes the index the same on both databases; equally good sources are ordered by their
+      // content and created_at, not by this order (retrieval.ts, `compareTied`).
       .orderBy('id')
       .execute();
   },
