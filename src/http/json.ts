@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { parse as parseQueryString } from 'fast-querystring';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidRequest } from './errors.js';
+import { invalidRequest, noRoute } from './errors.js';
 
 /**
  * True when a parsed JSON value carries a prototype-pollution key at any depth: an own `__proto__`, or a
@@ -147,6 +147,10 @@ export function registerParamGuard(app: FastifyInstance) {
   // A callback hook: an async one costs a promise and a microtask hop on every request.
   app.addHook('preValidation', (req, _reply, done) => {
     const schema = req.routeOptions.schema;
+    // `/v1/documents/` matches `/v1/documents/:id` with an empty id: no such route, as `POST /v1/documents/` (which
+    // matches nothing) answers, rather than a 400 about a parameter the caller never meant to give.
+    const params = req.params as Record<string, unknown> | undefined;
+    if (params && Object.values(params).some((v) => v === '')) return done(noRoute(req));
     for (const [part, values, partSchema] of [
       ['path', req.params, schema?.params],
       ['query', req.query, schema?.querystring],

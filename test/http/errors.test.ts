@@ -55,6 +55,22 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a trailing slash after a collection is no route, whatever the method (an empty id is not an id)', async () => {
+      for (const [method, path] of [
+        ['GET', '/v1/documents/'],
+        ['PUT', '/v1/documents/'],
+        ['DELETE', '/v1/documents/'],
+        ['POST', '/v1/documents/'],
+        ['GET', '/v1/faqs/'],
+        ['GET', '/v1/webhooks/'],
+        ['GET', '/v1/conversations/'],
+        ['GET', '/v1/webhooks//deliveries'],
+      ] as const) {
+        const body = method === 'GET' || method === 'DELETE' ? undefined : { title: 'x' };
+        assertFailure(await t.request(method, path, { key: t.key, ...(body ? { body } : {}) }), 404, 'NOT_FOUND', new RegExp(`no route ${method}`));
+      }
+    });
+
     test('method not allowed answers 404 NOT_FOUND (the code set has no 405)', async () => {
       for (const [method, path] of [
         ['PATCH', '/v1/documents'],
