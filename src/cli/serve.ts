@@ -101,16 +101,17 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     await database.close().catch(() => undefined);
     throw new StartupError(listenProblem(err as NodeJS.ErrnoException, config));
   }
-  worker?.start();
-  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
-  else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
-
+  // Before saying it listens: a process manager (or a test) may send SIGTERM as soon as it reads that line, and a
+  // signal with no handler yet ends the process at once instead of shutting it down (seen: 3 kills in 8).
   onShutdown(shutdownDeadline(config, opts.worker), async () => {
     // Stop taking requests first, then let the worker finish its in-flight attempts and release its leases.
     await app.close();
     await worker?.stop();
     await database.close();
   });
+  worker?.start();
+  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
+  else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
 }
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
@@ -118,10 +119,11 @@ export async function runWorker(config: Config, opts: { json: boolean }) {
   const database = await openFor(config, log);
   const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
-  worker.start();
-  if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);
+  // Before saying it started, as for serve.
   onShutdown(shutdownDeadline(config, true), async () => {
     await worker.stop();
     await database.close();
   });
+  worker.start();
+  if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);
 }
