@@ -92,8 +92,9 @@ function checkUsage(positionals: string[], given: Record<string, unknown>) {
   }
 }
 
+/** For the commands that read or add rows: a new database is set up, an older version's is left to `parley migrate`. */
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
-  const { database } = await openMigrated(config);
+  const { database } = await openMigrated(config, { migrate: 'new-only' });
   try {
     return await fn(createContext(config, database, systemClock));
   } finally {

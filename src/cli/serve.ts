@@ -64,9 +64,14 @@ function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
  * queries bounded by DATABASE_QUERY_TIMEOUT once the migrations (which may take longer) are done.
  */
 async function openFor(config: Config, log: Logger) {
-  const { database } = await openMigrated(config, {
+  const { database, applied } = await openMigrated(config, {
     onConnectionError: (err) => log.warn({ err: err.message }, 'PostgreSQL connection lost; the pool opens a new one on next use'),
   });
+  // An upgrade changes the database for good (migrations are forward-only): it is said, not done silently.
+  if (applied.length) {
+    log.info({ applied }, 'database migrated');
+    process.stderr.write(`parley: applied database migrations ${applied.join(', ')}\n`);
+  }
   database.setQueryTimeout(config.databaseQueryTimeoutMs);
   return database;
 }

@@ -305,7 +305,7 @@ async function beginImmediate(db: Kysely<DB>) {
   }
 }
 
-export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
+async function migratorFor(db: Kysely<DB>, schema?: string): Promise<Migrator> {
   // Kysely looks for its migration tables in every schema unless told which one: with another schema in the
   // same database already migrated (parallel test files, two deployments side by side) it would skip
   // creating them here and fail with 'relation "kysely_migration_lock" does not exist'.
@@ -314,7 +314,17 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
     const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db);
     migrationTableSchema = rows[0]?.s;
   }
-  const migrator = new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
+  return new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
+}
+
+/** Which of this version's migrations the database has run (`applied`) and has not (`pending`); nothing is changed. */
+export async function migrationState(db: Kysely<DB>, schema?: string): Promise<{ applied: string[]; pending: string[] }> {
+  const all = await (await migratorFor(db, schema)).getMigrations();
+  return { applied: all.filter((m) => m.executedAt).map((m) => m.name), pending: all.filter((m) => !m.executedAt).map((m) => m.name) };
+}
+
+export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
+  const migrator = await migratorFor(db, schema);
   // Kysely takes no lock on SQLite (it assumes one process), so processes started together on a new file (serve
   // and init, serve and worker) each ran the migrations and all but one failed: "table accounts already exists".
   // They now run inside one write transaction taken at once (BEGIN IMMEDIATE): the others wait for it, then find
@@ -335,6 +345,14 @@ export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<
     // Which migration failed, not only the database's words for it.
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     if (failed) e.message = `migration ${failed} failed: ${e.message}`;
+    // Kysely's words for a database that a newer version migrated ("corrupted migrations: previously executed
+    // migration 0010_x is missing") read like damage; it is a downgrade.
+    const newer = /previously executed migration (\S+) is missing/.exec(e.message)?.[1];
+    if (newer) {
+      e.message =
+        `a newer version of Parley migrated this database (its migration ${newer} is unknown to this version); ` +
+        'run that version, or restore the backup taken before the upgrade (README.md, Upgrading)';
+    }
     throw e;
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { migrations } from '../../src/db/migrations/index.js';
+import { Migrator } from 'kysely';
+import { migrationProvider, migrations } from '../../src/db/migrations/index.js';
 import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
-import type { DialectName } from '../../src/db/database.js';
+import { migrationState, openDatabase, type DialectName } from '../../src/db/database.js';
 import { PG_URL } from '../helpers/db.js';
 
 // The tests run the CLI as a user does, through bin/parley.js and the build: half the start-up time of running
@@ -381,6 +382,51 @@ export function cliSuite(dialect: DialectName) {
       assert.equal(r.code, 2, r.stderr);
       assert.match(oneJson(r).error, /needs the pro plan/);
       assert.deepEqual(oneJson(await cli(['accounts', 'list', '--json'], c.env)), before, 'no orphan account');
+    });
+
+    test('upgrading: an older version\'s database is migrated by migrate/serve/worker only, which say so; a newer one is refused by name', async () => {
+      const older = await freshDatabase(dialect);
+      const names = Object.keys(migrations);
+      const applied = async () => {
+        const database = openDatabase(older.url);
+        try {
+          return (await migrationState(database.db, database.schema)).applied;
+        } finally {
+          await database.close();
+        }
+      };
+      try {
+        // The database as an older version left it: the first five migrations.
+        const database = openDatabase(older.url);
+        const migrator = new Migrator({ db: database.db, provider: migrationProvider, ...(database.schema ? { migrationTableSchema: database.schema } : {}) });
+        assert.equal((await migrator.migrateTo('0005_rundowns')).error, undefined);
+        await database.close();
+        const env = { DATABASE_URL: older.url };
+        // Commands that read or add rows leave it alone (older nodes may still be running on it) and say what to do.
+        for (const args of [['accounts', 'list', '--json'], ['keys', 'list', '--account', 'acct_x', '--json'], ['init', '--json']]) {
+          const r = await cli(args, env);
+          assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+          assert.match(oneJson(r).error, /an older version of Parley set up this database and it needs this version's migrations \(0006_knowledge_versions, .*\); stop the nodes still running the older version, back it up, then run `parley migrate`/);
+        }
+        assert.deepEqual(await applied(), names.slice(0, 5), 'nothing was migrated');
+        // serve migrates it, and says which migrations it applied.
+        const s = await startServe({ ...env, LOG_LEVEL: 'warn' });
+        assert.equal(await s.stop(), 0, s.stderr());
+        assert.match(s.stderr(), new RegExp(`applied database migrations ${names.slice(5).join(', ')}`));
+        assert.deepEqual(await applied(), names);
+        assert.equal((await cli(['accounts', 'list', '--json'], env)).code, 0);
+        // A database a newer version migrated: refused by name, not as "corrupted".
+        const newer = openDatabase(older.url);
+        await newer.db.insertInto('kysely_migration' as never).values({ name: '9999_from_the_future', timestamp: new Date().toISOString() } as never).execute();
+        await newer.close();
+        for (const args of [['migrate', '--json'], ['accounts', 'list', '--json']]) {
+          const r = await cli(args, env);
+          assert.equal(r.code, 1, r.stderr);
+          assert.match(oneJson(r).error, /a newer version of Parley migrated this database \(its migration 9999_from_the_future is unknown to this version\); run that version, or restore the backup taken before the upgrade/);
+        }
+      } finally {
+        await older.cleanup();
+      }
     });
   });
 }
