@@ -25,7 +25,7 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
   } catch (err) {
     throw cannotWrite(err);
   }
-  const partial = join(dirname(target), `.${basename(target)}.partial-${process.pid}`);
+  const partial = join(dirname(target), `${partialPrefix(target)}${process.pid}`);
   const removePartial = () => {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });
@@ -83,7 +83,7 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
  */
 function removeStalePartials(target: string): void {
   const dir = dirname(target);
-  const prefix = `.${basename(target)}.partial-`; // as backupSqlite names its `partial`
+  const prefix = partialPrefix(target);
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -102,6 +102,11 @@ function removeStalePartials(target: string): void {
       // left for a later run, or for the user
     }
   }
+}
+
+/** The start of a run's temporary file name beside `target`; the run's PID completes it. */
+function partialPrefix(target: string): string {
+  return `.${basename(target)}.partial-`;
 }
 
 function processExists(pid: number): boolean {
