@@ -53,8 +53,12 @@ const MAX_NAMED_STATEMENTS = 256;
 
 /**
  * Queries with parameters run as named prepared statements: PostgreSQL parses each once per connection instead
- * of on every run (each run is still planned for its values: plan_cache_mode, where the pool connects). Parsing was
- * a large share of its CPU per chat message, whose statements are small and indexed (BENCHMARKS.md). Kysely binds
+ * of on every run, and after five runs plans it once (a generic plan) when that plan is estimated no dearer than
+ * the ones made for each run's values (the server's `plan_cache_mode`, `auto` by default). Parsing was a large
+ * share of its CPU per chat message, whose statements are small and indexed, and planning the message's read of
+ * its conversation cost more than running it (~0.6 ms against ~0.2). Planned once, a statement cannot adapt to an
+ * account far bigger than the rest; measured with one account holding 99% of the conversations, no analytics or
+ * list read was slower for it than with a plan per run (bench/postgres/plan-cache.ts, BENCHMARKS.md). Kysely binds
  * every value, so a query shape has one text; past MAX_NAMED_STATEMENTS shapes (long IN lists, many-row inserts)
  * queries run unnamed as before.
  *
@@ -234,11 +238,6 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
   pool.on('connect', (client) => {
     client.on('error', lost);
     namePreparedStatements(client);
-    // Named statements would let PostgreSQL switch to a generic plan after five runs, which can be the wrong plan for
-    // an account much bigger or smaller than the rest (analytics over a 10% account). Every run is planned for its
-    // values, as unnamed statements always were; only parsing is saved. Sent first, before any query of the
-    // connection; a server older than 12 (no such setting) just keeps its default.
-    client.query('SET plan_cache_mode = force_custom_plan').catch(() => undefined);
     armQueryDeadline(client, () => queryTimeoutMs);
   });
   pool.on('error', () => undefined); // an idle client's error, already reported by the client's own listener
