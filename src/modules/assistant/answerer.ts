@@ -205,7 +205,7 @@ function compose(cited: Hit[], persona?: Persona): string {
   if (body.length > MAX_ANSWER_CHARS) body = `${body.slice(0, MAX_ANSWER_CHARS).replace(/\s+\S*$/, '')}…`;
   const intro = best.kind === 'document' ? `From our article "${best.title}":\n\n` : '';
   const more = cited.slice(1).filter((h) => h.title !== best.title);
-  const seeAlso = more.length ? `\n\nSee also: ${more.map((h) => (h.kind === 'faq' ? `"${h.title}"` : `"${h.title}"`)).join(', ')}.` : '';
+  const seeAlso = more.length ? `\n\nSee also: ${more.map((h) => `"${h.title}"`).join(', ')}.` : '';
   const tail = persona?.tone && /casual|friendly|warm/i.test(persona.tone) ? '\n\nHope that helps!' : '';
   return `${intro}${body}${seeAlso}${tail}`;
 }
