@@ -47,7 +47,7 @@ interface Page {
   window: DOMWindow;
   document: Document;
   /** Every request the page made: method, path and headers. */
-  requests: { method: string; path: string; headers: Record<string, string> }[];
+  requests: { method: string; path: string; query: URLSearchParams; headers: Record<string, string> }[];
   /** Errors the page raised (uncaught exceptions, failed script loads). */
   errors: unknown[];
   confirmAnswer: boolean;
@@ -75,7 +75,7 @@ async function openDashboard(t: TestApp): Promise<Page> {
     beforeParse(window) {
       (window as unknown as { fetch: typeof fetch }).fetch = (input, init) => {
         const url = new URL(String(input), window.location.href);
-        page.requests.push({ method: init?.method ?? 'GET', path: url.pathname, headers: { ...(init?.headers as Record<string, string>) } });
+        page.requests.push({ method: init?.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: { ...(init?.headers as Record<string, string>) } });
         return fetch(url, init);
       };
       window.confirm = (text?: string) => {
@@ -436,6 +436,78 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(page.errors, []);
       } finally {
         page.close();
+      }
+    });
+    test('overview: the figures, top topics and latest rundown of the chosen period, as the API answers them', async () => {
+      const { key: own } = await t.account();
+      const faq = await t.request('POST', '/v1/faqs', { key: own, body: { question: 'How long does shipping take?', answer: 'Three to five days.', category: 'shipping', status: 'approved' } });
+      assert.equal(faq.status, 201, faq.text);
+      const asked = [`what about ${XSS} bitcoin?`, 'how long does shipping take?', 'agent please'];
+      for (const content of asked) {
+        const started = await t.request('POST', '/v1/chat/conversations', { key: own, body: {} });
+        const id = started.body.data.conversation.id as string;
+        assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: own, body: { content } })).status, 200);
+        assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: own, body: {} })).status, 200);
+      }
+      const day = new Date().toISOString().slice(0, 10);
+      const next = new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10);
+      const rundown = await t.request('POST', '/v1/rundowns', { key: own, body: { from: day, to: next } });
+      assert.equal(rundown.status, 201, rundown.text);
+      const overview = (await t.request('GET', '/v1/analytics/overview', { key: own })).body.data;
+      const topics = (await t.request('GET', '/v1/analytics/topics', { key: own })).body.data.topics as { name: string; count: number }[];
+      assert.ok(topics.length > 0, 'ended conversations have topics');
+
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, own);
+        await until(() => page.$('#webhooks'), 'the webhooks screen');
+        click(page.$('[data-nav=overview]'), 'overview tab');
+        const screen = await until(() => page.$('#overview'), 'the overview');
+        const figure = (name: string) => screen.querySelector(`[data-figure=${name}] .value`)?.textContent;
+        assert.equal(figure('conversations'), String(overview.conversations));
+        assert.equal(figure('messages'), String(overview.messages));
+        assert.equal(figure('escalationRate'), `${Math.round(overview.escalationRate * 1000) / 10}%`);
+        assert.equal(figure('resolutionRate'), `${Math.round(overview.resolutionRate * 1000) / 10}%`);
+        const shown = [...screen.querySelectorAll('table')[0]!.querySelectorAll('tbody tr')].map((tr) => [tr.children[0]!.textContent, tr.children[1]!.textContent]);
+        assert.deepEqual(shown, topics.map((x) => [x.name, String(x.count)]));
+        // The default period is the last 7 days, ending now.
+        const first = page.requests.find((r) => r.path === '/v1/analytics/overview')!;
+        const from = Date.parse(first.query.get('from')!);
+        assert.ok(Math.abs(Date.now() - 7 * 86_400_000 - from) < 60_000, `from ${first.query.get('from')}`);
+        assert.equal(first.query.get('to'), null);
+
+        const latest = screen.querySelector('#latest-rundown')!;
+        const unanswered = [...latest.querySelectorAll('tbody tr td:first-child')].map((td) => td.textContent);
+        assert.deepEqual(unanswered, rundown.body.data.unanswered.map((q: { question: string }) => q.question));
+        assert.ok(unanswered.some((q) => q!.includes(XSS)), `the customer's markup is shown as text: ${JSON.stringify(unanswered)}`);
+        assert.equal(page.document.querySelectorAll('main img').length, 0);
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+
+        const before = page.requests.length;
+        setValue(page.$<HTMLSelectElement>('#overview-period'), 'all');
+        await until(() => page.$('#overview') !== screen && page.$('#overview'), 'the overview drawn again');
+        assert.equal(page.$<HTMLSelectElement>('#overview-period')!.value, 'all');
+        for (const r of page.requests.slice(before).filter((x) => x.path.startsWith('/v1/analytics/'))) assert.equal(r.query.get('from'), null, r.path);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+
+      // A key that may read analytics but not rundowns still gets the figures, and is told why the rundown is missing.
+      const analyticsOnly = await t.ctx.services.accounts.createKey({ accountId: (await t.ctx.services.accounts.authenticate(own))!.accountId, type: 'server', scopes: ['analytics:read'] });
+      const narrow = await openDashboard(t);
+      try {
+        narrow.window.location.hash = '#/overview';
+        await signIn(narrow, analyticsOnly.key);
+        const screen = await until(() => narrow.$('#overview'), 'the overview');
+        assert.equal(screen.querySelector('[data-figure=conversations] .value')?.textContent, String(overview.conversations));
+        assert.match(screen.querySelector('#latest-rundown')!.textContent!, /lacks the rundowns:read scope \(FORBIDDEN\)/);
+        // The message line is the sign-in check's (it reads the webhooks); the screen itself did not fail.
+        assert.doesNotMatch(narrow.message(), /rundowns|analytics/);
+        assert.equal(narrow.$('#load-failed'), null);
+        assert.deepEqual(narrow.errors, []);
+      } finally {
+        narrow.close();
       }
     });
   });

@@ -12,10 +12,19 @@
   const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
   const DOCUMENT_FILTERS = ['all', 'active', 'draft'];
   const FAQ_STATUSES = ['approved', 'pending', 'draft'];
+  const DAY_MS = 86_400_000;
+  /** The overview's periods, each ending now: [value, label, length in ms or null for all time]. */
+  const PERIODS = [
+    ['24h', 'last 24 hours', DAY_MS],
+    ['7d', 'last 7 days', 7 * DAY_MS],
+    ['30d', 'last 30 days', 30 * DAY_MS],
+    ['all', 'all time', null],
+  ];
   const PAGE_SIZE = 20;
 
   /** Paging and filters per screen; kept while the tab is open so going back to a list keeps its page. */
   const initialState = () => ({
+    overview: { period: '7d' },
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
     conversations: { status: 'all', offset: 0 },
@@ -184,6 +193,7 @@
       else if (r.section === 'conversations' && r.id) await transcriptView(mount, r.id);
       else if (r.section === 'conversations') await conversationsView(mount);
       else if (r.section === 'knowledge') await knowledgeView(mount);
+      else if (r.section === 'overview') await overviewView(mount);
       else mount(h('p', {}, 'No such screen. ', h('a', { href: '#/webhooks' }, 'Go to webhooks')));
     } catch (err) {
       if (seq !== renderSeq) return;
@@ -257,8 +267,13 @@
     );
   }
 
+  /** A select of `values`: each a value shown as is, or a [value, label] pair. */
   function filterSelect(id, label, values, current, onChange) {
-    const select = h('select', { id, onchange: () => onChange(select.value) }, values.map((v) => h('option', { value: v, selected: v === current }, v)));
+    const options = values.map((v) => {
+      const [value, text] = Array.isArray(v) ? v : [v, v];
+      return h('option', { value, selected: value === current }, text);
+    });
+    const select = h('select', { id, onchange: () => onChange(select.value) }, options);
     return h('label', { class: 'filter' }, `${label} `, select);
   }
 
@@ -647,6 +662,85 @@
           table(['Title', 'Status', 'Updated'], docRows, 'No documents with this status.'),
           docs.total > 0 ? pager(docs, (offset) => ((ds.offset = offset), render()), 'documents') : null,
         ),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Overview
+  // ---------------------------------------------------------------------------------------------
+
+  const percent = (fraction) => `${Math.round(fraction * 1000) / 10}%`;
+  const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+  /** The latest rundown, or why there is none to show. Its scope is separate: without it the rest still shows. */
+  async function latestRundown() {
+    try {
+      const page = await api('GET', '/rundowns', { query: { limit: 1 } });
+      return { rundown: page.rundowns[0] || null };
+    } catch (err) {
+      if (err instanceof ApiFailure && err.status === 403) return { refused: `${err.message} (${err.code})` };
+      throw err;
+    }
+  }
+
+  function rundownSection(latest) {
+    const body = [h('h3', {}, 'Latest rundown')];
+    if (latest.refused) {
+      body.push(h('p', { class: 'muted' }, latest.refused));
+    } else if (!latest.rundown) {
+      body.push(h('p', { class: 'muted empty' }, 'No rundown yet. The worker makes one every RUNDOWN_INTERVAL; POST /v1/rundowns makes one for any period.'));
+    } else {
+      const r = latest.rundown;
+      body.push(
+        h('p', { class: 'muted' }, fmtTime(r.from), ' to ', fmtTime(r.to), ` (${r.trigger}): ${count(r.figures.conversations, 'conversation')}, ${count(r.figures.unansweredQuestions, 'question')} without an answer.`),
+        h('h4', {}, 'Questions the assistant could not answer'),
+        table(
+          ['Question', 'Times asked', 'Last asked'],
+          r.unanswered.map((q) => h('tr', {}, h('td', {}, q.question), h('td', { class: 'num' }, String(q.count)), h('td', {}, fmtTime(q.lastAskedAt)))),
+          'None: every question in the period got an answer.',
+        ),
+        r.suggestedFaqs.length > 0
+          ? h('p', {}, `${count(r.suggestedFaqs.length, 'suggested FAQ')} filed as pending: `, h('a', { href: '#/knowledge' }, 'review them under Knowledge'), '.')
+          : null,
+      );
+    }
+    return h('section', { id: 'latest-rundown' }, body);
+  }
+
+  async function overviewView(mount) {
+    const s = state.overview;
+    const period = PERIODS.find(([value]) => value === s.period) || PERIODS[1];
+    // Up to now: `to` is left out, so what happens while the page is open counts on the next draw.
+    const from = period[2] === null ? undefined : new Date(Date.now() - period[2]).toISOString();
+    const [o, topics, latest] = await Promise.all([
+      api('GET', '/analytics/overview', { query: { from } }),
+      api('GET', '/analytics/topics', { query: { from, limit: 10 } }),
+      latestRundown(),
+    ]);
+    const figure = (name, label, value) => h('div', { class: 'figure', 'data-figure': name }, h('span', { class: 'value' }, value), h('span', { class: 'label' }, label));
+    mount(
+      h(
+        'div',
+        { id: 'overview' },
+        h('h2', {}, 'Overview'),
+        h('div', { class: 'toolbar' }, filterSelect('overview-period', 'Period', PERIODS.map(([value, label]) => [value, label]), period[0], (v) => ((s.period = v), render()))),
+        h(
+          'div',
+          { class: 'figures' },
+          figure('conversations', 'conversations started', String(o.conversations)),
+          figure('messages', 'messages', String(o.messages)),
+          figure('averageMessages', 'messages per conversation', String(Math.round(o.averageMessages * 10) / 10)),
+          figure('resolutionRate', 'of ended conversations resolved', percent(o.resolutionRate)),
+          figure('escalationRate', 'of conversations escalated to a person', percent(o.escalationRate)),
+        ),
+        h('h3', {}, 'Top topics'),
+        table(
+          ['Topic', 'Conversations', 'Share'],
+          topics.topics.map((t) => h('tr', {}, h('td', {}, t.name), h('td', { class: 'num' }, String(t.count)), h('td', { class: 'num' }, percent(t.percentage)))),
+          'No topics yet: a conversation gets its topic when it ends.',
+        ),
+        rundownSection(latest),
       ),
     );
   }
