@@ -338,6 +338,57 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a webhook is edited in place: URL and events, the secret only when a new one is typed; a refused change changes nothing', async () => {
+      const { key: own, accountId } = await t.account();
+      const created = await t.request('POST', '/v1/webhooks', { key: own, body: { url: `${rx.url}/old`, events: ['escalation', 'conversation.ended'], secret: 'whsec_edit_old' } });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.data.id as string;
+      const secretOf = async () => (await t.ctx.db.selectFrom('webhooks').select('secret').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirstOrThrow()).secret;
+      const before = await secretOf();
+      const checked = (form: Element) => [...form.querySelectorAll<HTMLInputElement>('input[name=events]')].filter((b) => b.checked).map((b) => b.value);
+
+      const page = await openDashboard(t);
+      try {
+        page.window.location.hash = `#/webhooks/${id}`;
+        await signIn(page, own);
+        let form = await until(() => page.$('#webhook-edit'), 'the edit form');
+        assert.equal(page.$<HTMLInputElement>('#webhook-edit-url')!.value, `${rx.url}/old`);
+        assert.deepEqual(checked(form).sort(), ['conversation.ended', 'escalation']);
+        assert.equal(page.$<HTMLInputElement>('#webhook-edit-secret')!.value, '', 'the secret is never shown');
+
+        // A URL the API refuses: its message, and the webhook as it was.
+        setValue(page.$<HTMLInputElement>('#webhook-edit-url'), 'not a url');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.match(page.message(), /url/);
+        assert.equal((await t.request('GET', `/v1/webhooks/${id}`, { key: own })).body.data.url, `${rx.url}/old`);
+
+        setValue(page.$<HTMLInputElement>('#webhook-edit-url'), `${rx.url}/new`);
+        click(form.querySelector('input[value="conversation.ended"]'), 'untick conversation.ended');
+        click(form.querySelector('input[value="conversation.started"]'), 'tick conversation.started');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().startsWith('Webhook updated'), 'the update');
+        assert.equal(page.message(), `Webhook updated: ${rx.url}/new.`);
+        const stored = (await t.request('GET', `/v1/webhooks/${id}`, { key: own })).body.data;
+        assert.equal(stored.url, `${rx.url}/new`);
+        assert.deepEqual([...stored.events].sort(), ['conversation.started', 'escalation']);
+        assert.equal(await secretOf(), before, 'an empty secret field keeps the secret');
+        assert.equal(page.$('#webhook h2')!.textContent, `${rx.url}/new`);
+        const put = page.requests.filter((r) => r.method === 'PUT');
+        assert.equal(put.length, 2);
+
+        form = await until(() => page.$('#webhook-edit'), 'the edit form, drawn again');
+        assert.deepEqual(checked(form).sort(), ['conversation.started', 'escalation']);
+        setValue(page.$<HTMLInputElement>('#webhook-edit-secret'), 'whsec_edit_new');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().endsWith('(new secret).'), 'the secret change');
+        assert.notEqual(await secretOf(), before, 'the typed secret replaced it');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
     test('a list whose last page runs empty moves back to the last page with rows', async () => {
       const own = await t.account();
       for (let i = 0; i < 21; i++) {

@@ -351,33 +351,61 @@
     return `whsec_${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
   }
 
-  function createWebhookForm() {
-    const url = h('input', { id: 'webhook-url', name: 'url', type: 'url', placeholder: 'https://example.com/hooks/parley', autocomplete: 'off', spellcheck: 'false' });
-    const secret = h('input', { id: 'webhook-secret', name: 'secret', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: '8 to 256 characters' });
-    const boxes = EVENT_KINDS.map((kind) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value: kind }), ` ${kind}`));
-    // The API is the one validator (novalidate): its message names the field and the rule.
-    const form = h(
-      'form',
-      { id: 'webhook-create', class: 'card', novalidate: true },
-      h('h3', {}, 'Register a webhook'),
-      h('label', { for: 'webhook-url' }, 'URL'),
-      url,
-      h('fieldset', {}, h('legend', {}, 'Events'), boxes),
-      h('label', { for: 'webhook-secret' }, 'Secret (signs every delivery; never shown again after this, so keep a copy)'),
-      h('div', { class: 'row' }, secret, h('button', { type: 'button', class: 'secondary', onclick: () => (secret.value = randomSecret()) }, 'Generate')),
-      h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Register')),
+  /**
+   * The URL, events and secret inputs shared by the register and edit forms (ids start with `prefix`), filled in
+   * from `w` when editing; `read()` answers what they hold.
+   */
+  function webhookFields(prefix, w, secretLabel) {
+    const url = h('input', { id: `${prefix}-url`, name: 'url', type: 'url', value: w && w.url, placeholder: 'https://example.com/hooks/parley', autocomplete: 'off', spellcheck: 'false' });
+    const secret = h('input', { id: `${prefix}-secret`, name: 'secret', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: '8 to 256 characters' });
+    const boxes = EVENT_KINDS.map((kind) =>
+      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value: kind, checked: Boolean(w && w.events.includes(kind)) }), ` ${kind}`),
     );
+    return {
+      nodes: [
+        h('label', { for: url.id }, 'URL'),
+        url,
+        h('fieldset', {}, h('legend', {}, 'Events'), boxes),
+        h('label', { for: secret.id }, secretLabel),
+        h('div', { class: 'row' }, secret, h('button', { type: 'button', class: 'secondary', onclick: () => (secret.value = randomSecret()) }, 'Generate')),
+      ],
+      read: () => ({
+        url: url.value.trim(),
+        events: boxes.map((l) => l.querySelector('input')).filter((b) => b.checked).map((b) => b.value),
+        secret: secret.value,
+      }),
+    };
+  }
+
+  /** A form (with a heading when `title` is given) whose submit runs `action` with its button disabled; the API is the one validator (novalidate). */
+  function apiForm(id, title, fields, submitLabel, action) {
+    const form = h('form', { id, class: 'card', novalidate: true }, title ? h('h3', {}, title) : null, fields.nodes, h('div', { class: 'row' }, h('button', { type: 'submit' }, submitLabel)));
     form.addEventListener('submit', (e) => {
       e.preventDefault();
-      act(form.querySelector('button[type=submit]'), async () => {
-        const events = boxes.map((l) => l.querySelector('input')).filter((b) => b.checked).map((b) => b.value);
-        const created = await api('POST', '/webhooks', { body: { url: url.value.trim(), events, secret: secret.value } });
-        state.webhooks.offset = 0;
-        await render();
-        showMessage(`Webhook registered: ${created.url} (${created.id}).`, 'ok');
-      });
+      act(form.querySelector('button[type=submit]'), () => action(fields.read()));
     });
     return form;
+  }
+
+  function createWebhookForm() {
+    const fields = webhookFields('webhook', null, 'Secret (signs every delivery; never shown again after this, so keep a copy)');
+    return apiForm('webhook-create', 'Register a webhook', fields, 'Register', async (body) => {
+      const created = await api('POST', '/webhooks', { body });
+      state.webhooks.offset = 0;
+      await render();
+      showMessage(`Webhook registered: ${created.url} (${created.id}).`, 'ok');
+    });
+  }
+
+  /** Changes a webhook's URL and events, and its secret only when a new one is typed (the API never shows the old). */
+  function editWebhookForm(w) {
+    const fields = webhookFields('webhook-edit', w, 'New secret (leave empty to keep the current one; never shown again, so keep a copy)');
+    const form = apiForm('webhook-edit', null, fields, 'Save changes', async ({ url, events, secret }) => {
+      const updated = await api('PUT', `/webhooks/${encodeURIComponent(w.id)}`, { body: secret === '' ? { url, events } : { url, events, secret } });
+      await render();
+      showMessage(`Webhook updated: ${updated.url}${secret === '' ? '' : ' (new secret)'}.`, 'ok');
+    });
+    return h('details', { class: 'edit' }, h('summary', {}, 'Edit URL, events or secret'), form);
   }
 
   async function webhooksView(mount) {
@@ -505,6 +533,7 @@
           ['Updated', fmtTime(w.updatedAt)],
         ]),
         h('div', { class: 'row actions' }, webhookActions(w, () => go('#/webhooks'))),
+        editWebhookForm(w),
         h('h3', {}, 'Delivery history'),
         h(
           'div',
