@@ -96,7 +96,7 @@ async function openDashboard(t: TestApp): Promise<Page> {
   return page;
 }
 
-function setValue(el: HTMLInputElement | HTMLSelectElement | null, value: string) {
+function setValue(el: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | null, value: string) {
   assert.ok(el, 'field exists');
   el.value = value;
   el.dispatchEvent(new el.ownerDocument.defaultView!.Event('change', { bubbles: true }));
@@ -559,6 +559,90 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(narrow.errors, []);
       } finally {
         narrow.close();
+      }
+    });
+    test('knowledge editor: create, edit and delete an FAQ and a document; a refused change changes nothing; the assistant answers from the edit', async () => {
+      const { key: own } = await t.account();
+      const doc = await t.request('POST', '/v1/documents', { key: own, body: { title: 'Shipping', content: 'Standard shipping takes 3 to 5 days.', status: 'active' } });
+      assert.equal(doc.status, 201, doc.text);
+      const docId = doc.body.data.id as string;
+      const page = await openDashboard(t);
+      const editor = (kind: string) => until(() => page.$(`#${kind}-editor`), `the ${kind} editor`);
+      try {
+        page.window.location.hash = '#/knowledge';
+        await signIn(page, own);
+        await until(() => page.$('#knowledge'), 'the knowledge screen');
+
+        // A new FAQ.
+        click(page.$('[data-action=new-faq]'), 'new FAQ');
+        let form = await editor('faqs');
+        assert.equal(page.$<HTMLSelectElement>('#faqs-status')!.value, 'approved');
+        setValue(page.$<HTMLInputElement>('#faqs-question'), 'Do you gift wrap?');
+        setValue(page.$<HTMLTextAreaElement>('#faqs-answer'), `Yes, for $5. ${XSS}`);
+        setValue(page.$<HTMLInputElement>('#faqs-category'), 'orders');
+        click(form.querySelector('button[type=submit]'), 'create');
+        await until(() => page.message().startsWith('FAQ "Do you gift wrap?" created'), 'the created message');
+        const faqs = (await t.request('GET', '/v1/faqs', { key: own })).body.data.faqs as { id: string; question: string; answer: string; category: string; status: string }[];
+        assert.equal(faqs.length, 1);
+        const faqId = faqs[0]!.id;
+        assert.deepEqual({ ...faqs[0], id: undefined, createdAt: undefined, updatedAt: undefined }, { id: undefined, question: 'Do you gift wrap?', answer: `Yes, for $5. ${XSS}`, category: 'orders', status: 'approved', createdAt: undefined, updatedAt: undefined });
+        const row = await until(() => page.$(`#faqs tr[data-id="${faqId}"]`), 'the FAQ in the list');
+
+        // Edited: a blank question is refused with the API's message and nothing changes; then a real edit.
+        click(row.querySelector('[data-action=edit]'), 'edit FAQ');
+        form = await editor('faqs');
+        assert.equal(page.$<HTMLTextAreaElement>('#faqs-answer')!.value, `Yes, for $5. ${XSS}`, 'the answer as text');
+        assert.equal(page.document.querySelectorAll('main img').length, 0);
+        setValue(page.$<HTMLInputElement>('#faqs-question'), '   ');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.match(page.message(), /question/);
+        assert.equal((await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).body.data.question, 'Do you gift wrap?');
+        setValue(page.$<HTMLInputElement>('#faqs-question'), 'Do you gift wrap orders?');
+        setValue(page.$<HTMLTextAreaElement>('#faqs-answer'), 'Yes: gift wrapping costs $5 per order.');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().startsWith('FAQ "Do you gift wrap orders?" saved'), 'the saved message');
+        const saved = (await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).body.data;
+        assert.equal(saved.answer, 'Yes: gift wrapping costs $5 per order.');
+        assert.equal(saved.category, 'orders');
+
+        // The assistant answers from the edited FAQ at once.
+        const conv = (await t.request('POST', '/v1/chat/conversations', { key: own, body: {} })).body.data.conversation.id as string;
+        const reply = (await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key: own, body: { content: 'do you gift wrap orders?' } })).body.data.messages[1];
+        assert.match(reply.content, /gift wrapping costs \$5/);
+
+        // A document: its content is read whole for the editor, then edited; a new one created as a draft.
+        click(await until(() => page.$(`#documents tr[data-id="${docId}"] [data-action=edit]`), 'the document link'), 'edit document');
+        form = await editor('documents');
+        assert.equal(page.$<HTMLTextAreaElement>('#documents-content')!.value, 'Standard shipping takes 3 to 5 days.');
+        setValue(page.$<HTMLTextAreaElement>('#documents-content'), 'Standard shipping takes 2 to 4 days.');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().startsWith('Document "Shipping" saved'), 'the document saved');
+        assert.equal((await t.request('GET', `/v1/documents/${docId}`, { key: own })).body.data.content, 'Standard shipping takes 2 to 4 days.');
+        click(page.$('[data-action=new-document]'), 'new document');
+        form = await editor('documents');
+        setValue(page.$<HTMLInputElement>('#documents-title'), 'Returns');
+        setValue(page.$<HTMLTextAreaElement>('#documents-content'), 'Thirty days.');
+        setValue(page.$<HTMLSelectElement>('#documents-status'), 'draft');
+        click(form.querySelector('button[type=submit]'), 'create');
+        await until(() => page.message() === 'Document "Returns" created (draft).', 'the document created');
+        const docs = (await t.request('GET', '/v1/documents', { key: own })).body.data.documents as { title: string; status: string }[];
+        assert.deepEqual(docs.map((d) => [d.title, d.status]).sort(), [['Returns', 'draft'], ['Shipping', 'active']]);
+
+        // Deleted after a confirmation; declining deletes nothing.
+        page.window.location.hash = `#/knowledge/faqs/${faqId}`;
+        await editor('faqs');
+        page.confirmAnswer = false;
+        click(page.$('#knowledge-item [data-action=delete]'), 'delete');
+        assert.equal(page.confirmed.length, 1);
+        assert.equal((await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).status, 200);
+        page.confirmAnswer = true;
+        click(page.$('#knowledge-item [data-action=delete]'), 'delete');
+        await until(() => page.message().startsWith('FAQ deleted'), 'the deletion');
+        assert.equal((await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).status, 404);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
       }
     });
   });

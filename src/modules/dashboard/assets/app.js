@@ -192,7 +192,8 @@
       else if (r.section === 'webhooks') await webhooksView(mount);
       else if (r.section === 'conversations' && r.id) await transcriptView(mount, r.id);
       else if (r.section === 'conversations') await conversationsView(mount);
-      else if (r.section === 'knowledge') await knowledgeView(mount);
+      else if (r.section === 'knowledge' && r.id && KNOWLEDGE_KINDS[r.id] && r.sub) await knowledgeItemView(mount, r.id, r.sub);
+      else if (r.section === 'knowledge' && !r.id) await knowledgeView(mount);
       else if (r.section === 'overview') await overviewView(mount);
       else mount(h('p', {}, 'No such screen. ', h('a', { href: '#/webhooks' }, 'Go to webhooks')));
     } catch (err) {
@@ -649,6 +650,73 @@
     return select;
   }
 
+  /** What the knowledge editor edits: its API path, its text fields ([name, label, textarea?]) and its statuses. */
+  const KNOWLEDGE_KINDS = {
+    faqs: {
+      noun: 'FAQ',
+      path: '/faqs',
+      fields: [['question', 'Question', false], ['answer', 'Answer', true], ['category', 'Category (a short word: topics and rundowns group by it)', false]],
+      statuses: FAQ_STATUSES,
+      name: (x) => x.question,
+    },
+    documents: {
+      noun: 'document',
+      path: '/documents',
+      fields: [['title', 'Title', false], ['content', 'Content (the assistant answers from its paragraphs)', true]],
+      statuses: DOCUMENT_FILTERS.filter((v) => v !== 'all'),
+      name: (x) => x.title,
+    },
+  };
+
+  /**
+   * A new FAQ or document (`id` "new"), or an existing one read whole (a document's content is not in the list).
+   * Only the published statuses (approved, active) are used by the assistant, at once after saving.
+   */
+  async function knowledgeItemView(mount, kindName, id) {
+    const kind = KNOWLEDGE_KINDS[kindName];
+    const item = id === 'new' ? null : await api('GET', `${kind.path}/${encodeURIComponent(id)}`);
+    const inputs = kind.fields.map(([name, label, long]) => {
+      const props = { id: `${kindName}-${name}`, name, autocomplete: 'off' };
+      const input = long ? h('textarea', { ...props, rows: name === 'content' ? 16 : 6 }, item ? item[name] : '') : h('input', { ...props, type: 'text', value: item && item[name] });
+      return { name, label, input };
+    });
+    const status = h('select', { id: `${kindName}-status`, name: 'status' }, kind.statuses.map((v) => h('option', { value: v, selected: item ? item.status === v : v === kind.statuses[0] }, v)));
+    const fields = {
+      nodes: [...inputs.flatMap(({ label, input }) => [h('label', { for: input.id }, label), input]), h('label', { for: status.id }, 'Status'), status],
+      read: () => ({ ...Object.fromEntries(inputs.map(({ name, input }) => [name, input.value])), status: status.value }),
+    };
+    const noun = kind.noun[0].toUpperCase() + kind.noun.slice(1);
+    const form = apiForm(`${kindName}-editor`, item ? `Edit ${kind.noun}` : `New ${kind.noun}`, fields, item ? 'Save changes' : `Create ${kind.noun}`, async (body) => {
+      const saved = item ? await api('PUT', `${kind.path}/${encodeURIComponent(item.id)}`, { body }) : await api('POST', kind.path, { body });
+      await go('#/knowledge');
+      showMessage(`${noun} "${kind.name(saved)}" ${item ? 'saved' : 'created'} (${saved.status}).`, 'ok');
+    });
+    const remove = item
+      ? h('button', {
+          type: 'button',
+          class: 'danger',
+          'data-action': 'delete',
+          onclick: (e) => {
+            if (!window.confirm(`Delete the ${kind.noun} "${kind.name(item)}"? The assistant stops using it at once.`)) return;
+            return act(e.currentTarget, async () => {
+              await api('DELETE', `${kind.path}/${encodeURIComponent(item.id)}`);
+              await go('#/knowledge');
+              showMessage(`${noun} deleted: "${kind.name(item)}".`, 'ok');
+            });
+          },
+        }, `Delete ${kind.noun}`)
+      : null;
+    mount(
+      h(
+        'div',
+        { id: 'knowledge-item', 'data-kind': kindName, 'data-id': item ? item.id : 'new' },
+        h('p', {}, h('a', { href: '#/knowledge' }, '← Knowledge')),
+        form,
+        remove ? h('div', { class: 'row actions' }, remove) : null,
+      ),
+    );
+  }
+
   async function knowledgeView(mount) {
     const ds = state.documents;
     const fs = state.faqs;
@@ -657,13 +725,19 @@
       listPage('/faqs', fs, { status: fs.status }),
     ]);
     const docRows = docs.documents.map((d) =>
-      h('tr', { 'data-id': d.id }, h('td', {}, d.title), h('td', {}, badge(d.status, d.status === 'active' ? 'ok' : 'wait')), h('td', {}, fmtTime(d.updatedAt))),
+      h(
+        'tr',
+        { 'data-id': d.id },
+        h('td', {}, h('a', { href: `#/knowledge/documents/${encodeURIComponent(d.id)}`, 'data-action': 'edit' }, d.title)),
+        h('td', {}, badge(d.status, d.status === 'active' ? 'ok' : 'wait')),
+        h('td', {}, fmtTime(d.updatedAt)),
+      ),
     );
     const faqRows = faqs.faqs.map((f) =>
       h(
         'tr',
         { 'data-id': f.id },
-        h('td', {}, h('details', {}, h('summary', {}, f.question), h('p', { class: 'content' }, f.answer))),
+        h('td', {}, h('details', {}, h('summary', {}, f.question), h('p', { class: 'content' }, f.answer), h('a', { href: `#/knowledge/faqs/${encodeURIComponent(f.id)}`, 'data-action': 'edit' }, 'Edit'))),
         h('td', {}, f.category),
         h('td', {}, faqStatusSelect(f)),
         h('td', {}, fmtTime(f.updatedAt)),
@@ -679,7 +753,12 @@
           { id: 'faqs' },
           h('h3', {}, 'FAQs'),
           h('p', { class: 'muted' }, 'Only approved FAQs are used by the assistant; rundowns file suggested ones as pending.'),
-          h('div', { class: 'toolbar' }, filterSelect('faq-status', 'Status', ['all', ...FAQ_STATUSES], fs.status, (v) => ((fs.status = v), (fs.offset = 0), render()))),
+          h(
+            'div',
+            { class: 'toolbar' },
+            filterSelect('faq-status', 'Status', ['all', ...FAQ_STATUSES], fs.status, (v) => ((fs.status = v), (fs.offset = 0), render())),
+            h('a', { class: 'button-link', href: '#/knowledge/faqs/new', 'data-action': 'new-faq' }, 'New FAQ'),
+          ),
           table(['Question', 'Category', 'Status', 'Updated'], faqRows, 'No FAQs with this status.'),
           faqs.total > 0 ? pager(faqs, (offset) => ((fs.offset = offset), render()), 'faqs') : null,
         ),
@@ -687,7 +766,12 @@
           'section',
           { id: 'documents' },
           h('h3', {}, 'Documents'),
-          h('div', { class: 'toolbar' }, filterSelect('document-status', 'Status', DOCUMENT_FILTERS, ds.status, (v) => ((ds.status = v), (ds.offset = 0), render()))),
+          h(
+            'div',
+            { class: 'toolbar' },
+            filterSelect('document-status', 'Status', DOCUMENT_FILTERS, ds.status, (v) => ((ds.status = v), (ds.offset = 0), render())),
+            h('a', { class: 'button-link', href: '#/knowledge/documents/new', 'data-action': 'new-document' }, 'New document'),
+          ),
           table(['Title', 'Status', 'Updated'], docRows, 'No documents with this status.'),
           docs.total > 0 ? pager(docs, (offset) => ((ds.offset = offset), render()), 'documents') : null,
         ),
