@@ -645,5 +645,60 @@ for (const dialect of DIALECTS) {
         page.close();
       }
     });
+    test('rundowns: make one for a period, read it whole, answer its suggested FAQ in the editor; a refused period is explained', async () => {
+      const { key: own } = await t.account();
+      // Asked twice, so the rundown files it as a suggested FAQ.
+      const question = `do you deliver to mars ${XSS}?`;
+      for (let i = 0; i < 2; i++) {
+        const conv = (await t.request('POST', '/v1/chat/conversations', { key: own, body: {} })).body.data.conversation.id as string;
+        assert.equal((await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key: own, body: { content: question } })).status, 200);
+      }
+      const page = await openDashboard(t);
+      try {
+        page.window.location.hash = '#/rundowns';
+        await signIn(page, own);
+        await until(() => page.$('#rundowns .empty'), 'no rundown yet');
+        const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+        assert.equal(page.$<HTMLInputElement>('#rundown-from')!.value, day(-6));
+        assert.equal(page.$<HTMLInputElement>('#rundown-to')!.value, day(1));
+
+        // A period that ends before it starts: the API's message, and nothing made.
+        setValue(page.$<HTMLInputElement>('#rundown-to'), day(-8));
+        click(page.$('#rundown-create button[type=submit]'), 'make rundown');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.match(page.message(), /body\.from must be earlier than body\.to/);
+        assert.equal((await t.request('GET', '/v1/rundowns', { key: own })).body.data.total, 0);
+
+        setValue(page.$<HTMLInputElement>('#rundown-to'), day(1));
+        click(page.$('#rundown-create button[type=submit]'), 'make rundown');
+        const shown = await until(() => page.$('#rundown'), 'the new rundown');
+        const made = (await t.request('GET', '/v1/rundowns', { key: own })).body.data.rundowns[0];
+        assert.equal(shown.getAttribute('data-id'), made.id);
+        assert.equal(made.from, `${day(-6)}T00:00:00.000Z`);
+        assert.match(page.message(), /^Rundown made: 2 conversations, 1 suggested FAQ filed\.$/);
+        const unanswered = [...shown.querySelectorAll('tbody tr td:first-child')].map((td) => td.textContent);
+        assert.ok(unanswered.includes(question), `the question as typed: ${JSON.stringify(unanswered)}`);
+        assert.equal(page.document.querySelectorAll('main img').length, 0);
+
+        // The list has it; its suggested FAQ opens in the editor, where it is answered and approved.
+        page.window.location.hash = '#/rundowns';
+        await until(() => page.$(`#rundowns tr[data-id="${made.id}"]`), 'the rundown in the list');
+        page.window.location.hash = `#/rundowns/${made.id}`;
+        const link = await until(() => page.$(`#rundown ul.suggested li[data-id="${made.suggestedFaqs[0].id}"] a`), 'the suggested FAQ');
+        click(link, 'suggested FAQ');
+        const form = await until(() => page.$('#faqs-editor'), 'the FAQ editor');
+        assert.equal(page.$<HTMLSelectElement>('#faqs-status')!.value, 'pending');
+        setValue(page.$<HTMLTextAreaElement>('#faqs-answer'), 'We deliver on Earth only.');
+        setValue(page.$<HTMLSelectElement>('#faqs-status'), 'approved');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().endsWith('saved (approved).'), 'the FAQ approved');
+        const faq = (await t.request('GET', `/v1/faqs/${made.suggestedFaqs[0].id}`, { key: own })).body.data;
+        assert.deepEqual([faq.answer, faq.status], ['We deliver on Earth only.', 'approved']);
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
   });
 }

@@ -25,6 +25,7 @@
   /** Paging and filters per screen; kept while the tab is open so going back to a list keeps its page. */
   const initialState = () => ({
     overview: { period: '7d' },
+    rundowns: { offset: 0 },
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
     conversations: { status: 'all', offset: 0 },
@@ -195,6 +196,8 @@
       else if (r.section === 'knowledge' && r.id && KNOWLEDGE_KINDS[r.id] && r.sub) await knowledgeItemView(mount, r.id, r.sub);
       else if (r.section === 'knowledge' && !r.id) await knowledgeView(mount);
       else if (r.section === 'overview') await overviewView(mount);
+      else if (r.section === 'rundowns' && r.id) await rundownView(mount, r.id);
+      else if (r.section === 'rundowns') await rundownsView(mount);
       else mount(h('p', {}, 'No such screen. ', h('a', { href: '#/webhooks' }, 'Go to webhooks')));
     } catch (err) {
       if (seq !== renderSeq) return;
@@ -785,6 +788,8 @@
 
   const percent = (fraction) => `${Math.round(fraction * 1000) / 10}%`;
   const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const topicsTable = (topics, empty) =>
+    table(['Topic', 'Conversations', 'Share'], topics.map((t) => h('tr', {}, h('td', {}, t.name), h('td', { class: 'num' }, String(t.count)), h('td', { class: 'num' }, percent(t.percentage)))), empty);
 
   /** The latest rundown, or why there is none to show. Its scope is separate: without it the rest still shows. */
   async function latestRundown() {
@@ -797,28 +802,113 @@
     }
   }
 
+  /** What a rundown found: the questions without an answer, and the pending FAQs it filed for them. */
+  function rundownFindings(r) {
+    return [
+      h('h4', {}, 'Questions the assistant could not answer'),
+      table(
+        ['Question', 'Times asked', 'Last asked'],
+        r.unanswered.map((q) => h('tr', {}, h('td', {}, q.question), h('td', { class: 'num' }, String(q.count)), h('td', {}, fmtTime(q.lastAskedAt)))),
+        'None: every question in the period got an answer.',
+      ),
+      h('h4', {}, 'Suggested FAQs (filed as pending: write the answer, then approve)'),
+      r.suggestedFaqs.length > 0
+        ? h('ul', { class: 'suggested' }, r.suggestedFaqs.map((f) => h('li', { 'data-id': f.id }, h('a', { href: `#/knowledge/faqs/${encodeURIComponent(f.id)}` }, f.question))))
+        : h('p', { class: 'muted empty' }, 'None.'),
+    ];
+  }
+
+  const rundownSummary = (r) =>
+    h('p', { class: 'muted' }, fmtTime(r.from), ' to ', fmtTime(r.to), ` (${r.trigger}): ${count(r.figures.conversations, 'conversation')}, ${count(r.figures.unansweredQuestions, 'question')} without an answer.`);
+
   function rundownSection(latest) {
     const body = [h('h3', {}, 'Latest rundown')];
     if (latest.refused) {
       body.push(h('p', { class: 'muted' }, latest.refused));
     } else if (!latest.rundown) {
-      body.push(h('p', { class: 'muted empty' }, 'No rundown yet. The worker makes one every RUNDOWN_INTERVAL; POST /v1/rundowns makes one for any period.'));
+      body.push(h('p', { class: 'muted empty' }, 'No rundown yet. The worker makes one every RUNDOWN_INTERVAL; ', h('a', { href: '#/rundowns' }, 'make one for any period'), '.'));
     } else {
       const r = latest.rundown;
-      body.push(
-        h('p', { class: 'muted' }, fmtTime(r.from), ' to ', fmtTime(r.to), ` (${r.trigger}): ${count(r.figures.conversations, 'conversation')}, ${count(r.figures.unansweredQuestions, 'question')} without an answer.`),
-        h('h4', {}, 'Questions the assistant could not answer'),
-        table(
-          ['Question', 'Times asked', 'Last asked'],
-          r.unanswered.map((q) => h('tr', {}, h('td', {}, q.question), h('td', { class: 'num' }, String(q.count)), h('td', {}, fmtTime(q.lastAskedAt)))),
-          'None: every question in the period got an answer.',
-        ),
-        r.suggestedFaqs.length > 0
-          ? h('p', {}, `${count(r.suggestedFaqs.length, 'suggested FAQ')} filed as pending: `, h('a', { href: '#/knowledge' }, 'review them under Knowledge'), '.')
-          : null,
-      );
+      body.push(rundownSummary(r), ...rundownFindings(r), h('p', {}, h('a', { href: `#/rundowns/${encodeURIComponent(r.id)}` }, 'The whole rundown'), ' · ', h('a', { href: '#/rundowns' }, 'All rundowns')));
     }
     return h('section', { id: 'latest-rundown' }, body);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Rundowns
+  // ---------------------------------------------------------------------------------------------
+
+  /** A period of whole days, [from, to) in UTC, as the API takes them: `to` is the day after the last one. */
+  function makeRundownForm() {
+    const day = (offsetDays) => new Date(Date.now() + offsetDays * DAY_MS).toISOString().slice(0, 10);
+    const dayInput = (id, value) => h('input', { id, type: 'date', value, required: true });
+    // The last seven days, today included: `to` is tomorrow.
+    const from = dayInput('rundown-from', day(-6));
+    const to = dayInput('rundown-to', day(1));
+    const fields = {
+      nodes: [
+        h('p', { class: 'muted' }, 'Whole days in UTC, the first included and the last not; the suggested FAQs it files appear under Knowledge as pending.'),
+        h('div', { class: 'row' }, h('label', { for: from.id }, 'From'), from, h('label', { for: to.id }, 'To (not included)'), to),
+      ],
+      read: () => ({ from: from.value, to: to.value }),
+    };
+    return apiForm('rundown-create', 'Make a rundown', fields, 'Make rundown', async (body) => {
+      const made = await api('POST', '/rundowns', { body });
+      await go(`#/rundowns/${encodeURIComponent(made.id)}`);
+      showMessage(`Rundown made: ${count(made.figures.conversations, 'conversation')}, ${count(made.suggestedFaqs.length, 'suggested FAQ')} filed.`, 'ok');
+    });
+  }
+
+  async function rundownsView(mount) {
+    const s = state.rundowns;
+    const page = await listPage('/rundowns', s, {});
+    const rows = page.rundowns.map((r) =>
+      h(
+        'tr',
+        { 'data-id': r.id },
+        h('td', {}, h('a', { href: `#/rundowns/${encodeURIComponent(r.id)}` }, fmtTime(r.from), ' to ', fmtTime(r.to))),
+        h('td', {}, r.trigger),
+        h('td', { class: 'num' }, String(r.figures.conversations)),
+        h('td', { class: 'num' }, String(r.figures.unansweredQuestions)),
+        h('td', { class: 'num' }, String(r.suggestedFaqs.length)),
+        h('td', {}, fmtTime(r.createdAt)),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'rundowns' },
+        h('h2', {}, 'Rundowns'),
+        table(['Period', 'Made by', 'Conversations', 'Unanswered', 'Suggested FAQs', 'Made'], rows, 'No rundowns yet.'),
+        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'rundowns') : null,
+        makeRundownForm(),
+      ),
+    );
+  }
+
+  async function rundownView(mount, id) {
+    const r = await api('GET', `/rundowns/${encodeURIComponent(id)}`);
+    const f = r.figures;
+    mount(
+      h(
+        'div',
+        { id: 'rundown', 'data-id': r.id },
+        h('p', {}, h('a', { href: '#/rundowns' }, '← All rundowns')),
+        h('h2', {}, 'Rundown'),
+        rundownSummary(r),
+        details([
+          ['Conversations', String(f.conversations)],
+          ['Messages', String(f.messages)],
+          ['Resolved / unresolved', `${f.resolved} / ${f.unresolved} (resolution rate ${percent(f.resolutionRate)})`],
+          ['Escalated', `${f.escalated} (${percent(f.escalationRate)})`],
+          ['Messages per conversation', String(Math.round(f.averageMessages * 10) / 10)],
+          ['Made', fmtTime(r.createdAt)],
+        ]),
+        h('h4', {}, 'Top topics'),
+        topicsTable(r.topTopics, 'No topics in this period.'),
+        ...rundownFindings(r),
+      ),
+    );
   }
 
   async function overviewView(mount) {
@@ -848,11 +938,7 @@
           figure('escalationRate', 'of conversations escalated to a person', percent(o.escalationRate)),
         ),
         h('h3', {}, 'Top topics'),
-        table(
-          ['Topic', 'Conversations', 'Share'],
-          topics.topics.map((t) => h('tr', {}, h('td', {}, t.name), h('td', { class: 'num' }, String(t.count)), h('td', { class: 'num' }, percent(t.percentage)))),
-          'No topics yet: a conversation gets its topic when it ends.',
-        ),
+        topicsTable(topics.topics, 'No topics yet: a conversation gets its topic when it ends.'),
         rundownSection(latest),
       ),
     );
