@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Kysely, Transaction } from 'kysely';
+import { PostgresAdapter, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.js';
 
 /**
@@ -64,6 +64,15 @@ const writers = new WeakMap<Kysely<DB>, Transact>();
 /** Sends every `writeTransaction` on `db` through `writer` (which must apply the current unit of work itself). */
 export function useWriter(db: Kysely<DB>, writer: Transact): void {
   writers.set(db, writer);
+}
+
+/**
+ * Whether a write that is one statement may run on `db` outside a transaction: on PostgreSQL, where a statement is
+ * atomic on its own (SQLite's writes go through its group commit), and with no unit of work, whose `beforeCommit`
+ * must commit with the request's write.
+ */
+export function writesAlone(db: Kysely<DB>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter && currentUnitOfWork() === undefined;
 }
 
 /** What runs once a write transaction has committed, per transaction (see afterCommit). */

@@ -2,6 +2,7 @@ import { SqliteAdapter, type ExpressionBuilder, type Kysely, type QueryCreator, 
 import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { lockingRead } from '../../db/locks.js';
+import { insertOnlyWith } from '../../db/only-with.js';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
 import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
@@ -27,7 +28,8 @@ export type EnabledWorkflow = Pick<WorkflowsTable, (typeof WORKFLOW_COLUMNS)[num
 
 /**
  * A conversation with everything a reply reads: its account's assistant settings and knowledge version (the sum
- * of the account's counter rows), the last `n` messages and the account's enabled workflows, as JSON arrays. One
+ * of the account's counter rows), whether it has an enabled webhook, the last `n` messages and the account's
+ * enabled workflows, as JSON arrays. One
  * statement where there were five: on PostgreSQL each statement is a socket write and a read, and is parsed and
  * executed by a backend, which are most of a message's cost there. Built once per dialect; the two arrays are
  * put in order by the caller (an aggregate over an ordered subquery is not promised to keep its order).
@@ -55,6 +57,10 @@ const findForReply = precompile((db, accountId: string, id: string, n: number) =
           'desc',
         ).limit(pageLimit(n)),
       ).as('recent'),
+      // Whether an event of the account may have a delivery to write (see chat.service's exchange written alone).
+      eb
+        .exists(eb.selectFrom('webhooks').select('webhooks.id').whereRef('webhooks.account_id', '=', 'conversations.account_id').where('webhooks.enabled', '=', 1))
+        .as('webhooks_enabled'),
       jsonArrayFrom(
         eb
           .selectFrom('workflows')
@@ -70,17 +76,48 @@ const findForReply = precompile((db, accountId: string, id: string, n: number) =
 /** SQLite answers a JSON aggregate as text, PostgreSQL's driver as the parsed value. */
 const jsonRows = <T>(v: unknown): T[] => (typeof v === 'string' ? (JSON.parse(v) as T[]) : ((v ?? []) as T[]));
 
+/** The figures of a conversation that one exchange (a customer message and its reply) sets. */
+export type ExchangeFigures = Pick<Selectable<ConversationsTable>, 'message_count' | 'answered_count' | 'unanswered_streak' | 'last_message_at'>;
+/** The row as the caller read it, which an exchange decided from it requires. */
+export interface ExchangeExpectation {
+  messageCount: number;
+  escalated: boolean;
+  customerEmail: string | null;
+}
+interface OpenConditions {
+  idleBefore?: number;
+  expect?: { escalated: boolean; customerEmail: string | null; lastAt: number; messageCount?: number };
+}
+
+/** The UPDATE of updateOpen, without its RETURNING (see there). */
+function openUpdate(db: QueryCreator<DB>, accountId: string, id: string, patch: ConversationPatch, cond: OpenConditions) {
+  let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);
+  if (cond.idleBefore !== undefined) q = q.where('last_message_at', '<', cond.idleBefore);
+  const e = cond.expect;
+  if (e) {
+    q = q
+      .where('escalated_at', e.escalated ? 'is not' : 'is', null)
+      .where('customer_email', e.customerEmail === null ? 'is' : '=', e.customerEmail)
+      .where('last_message_at', '<=', e.lastAt);
+    if (e.messageCount !== undefined) q = q.where('message_count', '=', e.messageCount);
+  }
+  return q;
+}
+
 export const chatRepository = {
   /**
-   * The conversation, its account's assistant settings (JSON or null) and knowledge version, its last `n` messages
+   * The conversation, its account's assistant settings (JSON or null), knowledge version and whether it has an
+   * enabled webhook, its last `n` messages
    * (oldest first) and the account's enabled workflows (oldest first); undefined when not found.
    */
   async findForReply(db: Conn, accountId: string, id: string, n: number) {
     const row = (await findForReply(db, accountId, id, n)).rows[0];
     if (!row) return undefined;
-    const { recent, workflows, ...conversation } = row;
+    const { recent, workflows, webhooks_enabled, ...conversation } = row;
     return {
       ...conversation,
+      // SQLite answers 0 or 1.
+      webhooks_enabled: Boolean(webhooks_enabled),
       knowledge_version: Number(row.knowledge_version ?? 0),
       recent: jsonRows<Recent>(recent).sort((a, b) => a.created_at - b.created_at || a.seq - b.seq || (a.id < b.id ? -1 : 1)),
       workflows: jsonRows<EnabledWorkflow>(workflows).sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)),
@@ -92,9 +129,12 @@ export const chatRepository = {
   insertConversation(db: Conn, row: Selectable<ConversationsTable>) {
     return db.insertInto('conversations').values(row).execute();
   },
-  /** The insert itself (not run): the caller writes it with the messages' events. */
-  insertMessages(db: QueryCreator<DB>, rows: MessagesTable[]) {
-    return db.insertInto('messages').values(rows);
+  /**
+   * The insert itself (not run): the caller writes it with the messages' events. With `onlyWith` (PostgreSQL), the
+   * name of a WITH query of the same statement: the rows are written only if it answers a row.
+   */
+  insertMessages(db: QueryCreator<DB>, rows: MessagesTable[], onlyWith?: string) {
+    return onlyWith === undefined ? db.insertInto('messages').values(rows) : insertOnlyWith(db, 'messages', rows, onlyWith);
   },
   /** Every message of a conversation, in conversation order. */
   messages(db: Conn, accountId: string, conversationId: string) {
@@ -115,27 +155,27 @@ export const chatRepository = {
   },
   /**
    * Updates a conversation that is still open, and still as the caller decided from: with `idleBefore`, idle since
-   * then; with `expect`, escalated or not, with that contact address and no message after `lastAt`. The conditions
-   * are part of the UPDATE, so a change committed meanwhile (PostgreSQL re-checks the row it waited for) makes it
-   * miss. Answers the updated row, or undefined when the conditions no longer held.
+   * then; with `expect`, escalated or not, with that contact address and no message after `lastAt` (and with
+   * `messageCount`, that many messages). The conditions are part of the UPDATE, so a change committed meanwhile
+   * (PostgreSQL re-checks the row it waited for) makes it miss. Answers the updated row, or undefined when the
+   * conditions no longer held.
    */
-  updateOpen(
-    db: Conn,
-    accountId: string,
-    id: string,
-    patch: ConversationPatch,
-    cond: { idleBefore?: number; expect?: { escalated: boolean; customerEmail: string | null; lastAt: number } } = {},
-  ) {
-    let q = db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).where('ended_at', 'is', null);
-    if (cond.idleBefore !== undefined) q = q.where('last_message_at', '<', cond.idleBefore);
-    const e = cond.expect;
-    if (e) {
-      q = q
-        .where('escalated_at', e.escalated ? 'is not' : 'is', null)
-        .where('customer_email', e.customerEmail === null ? 'is' : '=', e.customerEmail)
-        .where('last_message_at', '<=', e.lastAt);
-    }
-    return q.returningAll().executeTakeFirst();
+  updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch, cond: OpenConditions = {}) {
+    return openUpdate(db, accountId, id, patch, cond).returningAll().executeTakeFirst();
+  },
+  /**
+   * Counts one customer message and its reply on an open conversation: sets the figures the caller worked out
+   * from the row it read, so `expect` must hold that row's `messageCount` unless the caller holds the row's lock
+   * (findLocked). Answers the updated row, or undefined when it had ended meanwhile — or, with `expect`, when it
+   * no longer is as the caller decided from (message count, escalated or not, contact address, no message later
+   * than `at`).
+   */
+  recordExchange(db: Conn, accountId: string, id: string, figures: ExchangeFigures, expect?: ExchangeExpectation) {
+    return chatRepository.exchange(db, accountId, id, figures, expect).returningAll().executeTakeFirst();
+  },
+  /** recordExchange's UPDATE, not run: on PostgreSQL it can be written in one statement with the messages. */
+  exchange(db: QueryCreator<DB>, accountId: string, id: string, figures: ExchangeFigures, expect?: ExchangeExpectation) {
+    return openUpdate(db, accountId, id, figures, expect ? { expect: { ...expect, lastAt: figures.last_message_at } } : {});
   },
   /**
    * Escalates a conversation that is open and not escalated yet. Both conditions are in the UPDATE, so of
@@ -152,27 +192,6 @@ export const chatRepository = {
       .where('escalated_at', 'is', null)
       .returningAll()
       .executeTakeFirst();
-  },
-  /**
-   * Counts one customer message and its reply on an open conversation, as increments in SQL so concurrent
-   * sends to the same conversation never lose one: the updated row, or undefined when it had ended meanwhile —
-   * or, with `expect`, when it no longer is as the caller decided from (escalated or not, contact address, no
-   * message later than `at`).
-   */
-  recordExchange(
-    db: Conn,
-    accountId: string,
-    id: string,
-    e: { answered: boolean; streak: 'increment' | 'reset' | 'keep'; at: number },
-    expect?: { escalated: boolean; customerEmail: string | null },
-  ) {
-    const patch: ConversationPatch = (eb) => ({
-      message_count: eb('message_count', '+', 2),
-      answered_count: eb('answered_count', '+', e.answered ? 1 : 0),
-      unanswered_streak: e.streak === 'increment' ? eb('unanswered_streak', '+', 1) : e.streak === 'reset' ? 0 : eb.ref('unanswered_streak'),
-      last_message_at: e.at,
-    });
-    return chatRepository.updateOpen(db, accountId, id, patch, expect ? { expect: { ...expect, lastAt: e.at } } : {});
   },
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();

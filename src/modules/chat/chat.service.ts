@@ -1,6 +1,6 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
-import { writeTransaction } from '../../db/unit-of-work.js';
+import { writeTransaction, writesAlone } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -13,7 +13,7 @@ import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, stripMarkup, words } from '..
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import type { WorkflowsService } from '../workflows/workflows.service.js';
-import { chatRepository as repo } from './chat.repository.js';
+import { chatRepository as repo, type ExchangeExpectation, type ExchangeFigures } from './chat.repository.js';
 import { MAX_METADATA_BYTES, type ContactBody, type EscalateBody, type StartConversationBody } from './chat.schemas.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -87,28 +87,43 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     return { id: newId('msg', at), account_id: accountId, conversation_id: conversationId, role: 'assistant', content, sources: JSON.stringify(sources), workflow_id: workflowId, created_at: at, seq };
   }
 
+  /** The conversation.message events of messages of `c`. */
+  const messageEvents = (c: ConversationRow, rows: MessagesTable[]) =>
+    rows.map((m) => ({
+      kind: 'conversation.message' as const,
+      data: {
+        conversationId: c.id,
+        messageId: m.id,
+        role: m.role,
+        content: m.content,
+        customerId: c.customer_id,
+        ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
+        timestamp: toIso(m.created_at),
+        // Deliveries can arrive out of order, and one exchange's messages share a timestamp: its place in the
+        // conversation lets a receiver rebuild the transcript.
+        position: m.seq,
+      },
+    }));
+
   /** Inserts the messages and emits their events (one statement on PostgreSQL). */
   async function insertMessages(trx: Conn, c: ConversationRow, rows: MessagesTable[]) {
-    await events.emitMany(
-      trx,
+    await events.emitMany(trx, c.account_id, messageEvents(c, rows), (db) => repo.insertMessages(db, rows));
+  }
+
+  /**
+   * Counts an exchange on `c`, inserts its messages and emits their events as one statement outside any
+   * transaction (events.emitAlone). False, with nothing written, when the row is no longer `asRead` or the account
+   * has an enabled webhook.
+   */
+  async function recordExchangeAlone(c: ConversationRow, figures: ExchangeFigures, asRead: ExchangeExpectation, rows: MessagesTable[]) {
+    const emitted = await events.emitAlone(
+      db,
       c.account_id,
-      rows.map((m) => ({
-        kind: 'conversation.message' as const,
-        data: {
-          conversationId: c.id,
-          messageId: m.id,
-          role: m.role,
-          content: m.content,
-          customerId: c.customer_id,
-          ...(m.role === 'assistant' ? { sources: m.sources ? JSON.parse(m.sources) : [] } : {}),
-          timestamp: toIso(m.created_at),
-          // Deliveries can arrive out of order, and one exchange's messages share a timestamp: its place in the
-          // conversation lets a receiver rebuild the transcript.
-          position: m.seq,
-        },
-      })),
-      (db) => repo.insertMessages(db, rows),
+      messageEvents(c, rows),
+      (q) => repo.exchange(q, c.account_id, c.id, figures, asRead),
+      (q, onlyWith) => repo.insertMessages(q, rows, onlyWith),
     );
+    return emitted !== undefined;
   }
 
   /**
@@ -323,42 +338,36 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         const byWorkflow = replying && !contactEmail ? replying.id : null;
         // A workflow's reply handles the message as an answer from the knowledge base does.
         const answered = sources.length > 0 || byWorkflow !== null;
+        const streak = reply.kind === 'no_answer' && !contactEmail ? 'increment' : answered ? 'reset' : 'keep';
+        // The conversation's messages never go back in time.
+        const at = Math.max(clock.now(), cur.last_message_at);
         return {
           cur,
           alreadyEscalated,
           contactEmail,
           emailChanged: contactEmail !== null && contactEmail.toLowerCase() !== (cur.customer_email ?? '').toLowerCase(),
           byWorkflow,
-          answered,
-          streak: reply.kind === 'no_answer' && !contactEmail ? ('increment' as const) : answered ? ('reset' as const) : ('keep' as const),
-          // The conversation's messages never go back in time.
-          at: Math.max(clock.now(), cur.last_message_at),
+          at,
+          /** The row's figures once this exchange is counted: written only while the row is as read, or locked. */
+          figures: {
+            message_count: cur.message_count + 2,
+            answered_count: cur.answered_count + (answered ? 1 : 0),
+            unanswered_streak: streak === 'increment' ? cur.unanswered_streak + 1 : streak === 'reset' ? 0 : cur.unanswered_streak,
+            last_message_at: at,
+          } satisfies ExchangeFigures,
         };
       };
+      type Decision = ReturnType<typeof decide>;
+      /** The row as the decision read it, which its UPDATE requires (every exchange changes the message count). */
+      const asRead = (d: Decision) => ({ messageCount: d.cur.message_count, escalated: d.alreadyEscalated, customerEmail: d.cur.customer_email });
 
-      return writeTransaction(db, async (trx) => {
-        // Decided from the row read before the transaction, and written only if the row still agrees on what the
-        // decisions read (escalated or not, the contact address, no later message): the UPDATE checks it, waiting
-        // for any concurrent exchange on PostgreSQL. Nearly always it does, and the exchange costs no locking read.
-        // Otherwise it is decided again from the row read under lock (FOR UPDATE on PostgreSQL; SQLite has one
-        // writer), so concurrent messages cannot each escalate, or each miss the second unanswered question.
-        let d = decide(c);
-        // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
-        let fresh = await repo.recordExchange(trx, accountId, id, d, { escalated: d.alreadyEscalated, customerEmail: c.customer_email });
-        if (!fresh) {
-          const cur = await repo.findLocked(trx, accountId, id);
-          if (!cur) throw notFound('conversation', id);
-          if (cur.ended_at !== null) throw ended();
-          d = decide(cur);
-          fresh = await repo.recordExchange(trx, accountId, id, d);
-          if (!fresh) throw ended();
-        }
-        const { cur, alreadyEscalated, contactEmail, emailChanged, byWorkflow, at } = d;
-
+      /** What follows from the decisions and the figures the exchange leaves: an escalation or not, and the two messages. */
+      const settle = (d: Decision, counted: ExchangeFigures) => {
+        const { cur, alreadyEscalated, contactEmail, byWorkflow, at } = d;
         let escalateWith: string | null = null;
         if (reply.kind === 'handoff' && !alreadyEscalated) escalateWith = 'customer_request';
         // The streak as this exchange left it (every message of the conversation counted).
-        if (reply.kind === 'no_answer' && !alreadyEscalated && fresh.unanswered_streak >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
+        if (reply.kind === 'no_answer' && !alreadyEscalated && counted.unanswered_streak >= UNANSWERED_BEFORE_ESCALATION) escalateWith = 'no_answer';
         const escalating = escalateWith !== null;
         // An email address in the message that escalates ("a person please, I'm jo@acme.test") is the contact
         // address: stored before the escalation, so its event carries it and the reply does not ask for it.
@@ -383,13 +392,44 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
           const unknown = reply.kind === 'no_answer' && asksSomething(content) && reply.confidence > 0 ? "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. " : '';
           text = `${unknown}A person from our team has already been asked to take over this conversation.${ask}`;
         }
-
-        // Positions in the conversation: message_count counted both, under the row's lock.
+        // Positions in the conversation: message_count counted both.
         const customerMsg: MessagesTable = {
-          id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at, seq: fresh.message_count - 1,
+          id: newId('msg', at), account_id: accountId, conversation_id: id, role: 'customer', content, sources: null, created_at: at, seq: counted.message_count - 1,
         };
-        const assistantMsg = assistantMessage(accountId, id, text, sources, at, fresh.message_count, byWorkflow);
-        await insertMessages(trx, fresh, [customerMsg, assistantMsg]);
+        const assistantMsg = assistantMessage(accountId, id, text, sources, at, counted.message_count, byWorkflow);
+        return { escalateWith, escalatingEmail, messages: [customerMsg, assistantMsg] };
+      };
+      const answer = (messages: MessagesTable[]) => ({ messages: messages.map(toMessage) });
+
+      // Decided from the row read before any write, and written only if the row is still as read (its message count,
+      // escalated or not, the contact address): the UPDATE checks it, waiting for any concurrent exchange on
+      // PostgreSQL. Nearly always it is, and the exchange costs no locking read. Otherwise it is decided again from
+      // the row read under lock (FOR UPDATE on PostgreSQL; SQLite has one writer), so concurrent messages cannot each
+      // escalate, or each miss the second unanswered question.
+      const first = decide(c);
+      const planned = settle(first, first.figures);
+      // Most exchanges write nothing after their messages (no workflow, escalation or contact address), and most
+      // accounts have no webhook, whose deliveries would be a statement of their own: such an exchange is one
+      // statement, with no transaction round trips (PostgreSQL). Not written when the row is no longer as read:
+      // the transaction below decides again from the locked row.
+      const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && !c.webhooks_enabled && writesAlone(db);
+      if (alone && (await recordExchangeAlone(c, first.figures, asRead(first), planned.messages))) return answer(planned.messages);
+
+      return writeTransaction(db, async (trx) => {
+        let d = first;
+        // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
+        let fresh = alone ? undefined : await repo.recordExchange(trx, accountId, id, d.figures, asRead(d));
+        if (!fresh) {
+          const cur = await repo.findLocked(trx, accountId, id);
+          if (!cur) throw notFound('conversation', id);
+          if (cur.ended_at !== null) throw ended();
+          d = decide(cur);
+          fresh = await repo.recordExchange(trx, accountId, id, d.figures);
+          if (!fresh) throw ended();
+        }
+        const { contactEmail, emailChanged, at } = d;
+        const { escalateWith, escalatingEmail, messages } = settle(d, fresh);
+        await insertMessages(trx, fresh, messages);
         // A workflow reads its fields from everything the customer wrote (this message included, inserted above):
         // the whole transcript is read only when one fired.
         if (triggered.length > 0) await workflows.fire(trx, fresh, triggered, await repo.customerTexts(trx, accountId, id), at);
@@ -397,7 +437,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         if (escalateWith) await escalateIn(trx, escalatingEmail ? { ...fresh, customer_email: escalatingEmail } : fresh, escalateWith, at);
         // The same address again changes nothing and emits nothing.
         if (contactEmail && emailChanged) await submitContact(trx, fresh, { email: contactEmail });
-        return { messages: [toMessage(customerMsg), toMessage(assistantMsg)] };
+        return answer(messages);
       });
     },
 

@@ -1,4 +1,5 @@
-import { PostgresAdapter, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder } from 'kysely';
+import { insertOnlyWith } from '../../db/only-with.js';
 import type { DB, WebhooksTable } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -45,6 +46,18 @@ export interface EventFanout {
  */
 export function createEventBus(opts: { now: () => number; fanout?: EventFanout }) {
   let fanout = opts.fanout;
+  /** The events (each with the body its deliveries send) and their rows. */
+  function prepare(accountId: string, items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>) {
+    const createdAt = opts.now();
+    const emitted: EmittedEvent[] = items.map(({ kind, data }) => ({
+      id: newId('evt', createdAt),
+      kind,
+      body: JSON.stringify({ event: kind, timestamp: toIso(createdAt), data }),
+      createdAt,
+    }));
+    const rows = emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt }));
+    return { emitted, rows };
+  }
   /**
    * Several events of one account at once, in order: one insert for the events and one fan-out for their
    * deliveries, instead of a round trip pair per event (a chat exchange emits two messages at a time).
@@ -63,14 +76,7 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
       if (alongside) await alongside(conn).execute();
       return [];
     }
-    const createdAt = opts.now();
-    const emitted: EmittedEvent[] = items.map(({ kind, data }) => ({
-      id: newId('evt', createdAt),
-      kind,
-      body: JSON.stringify({ event: kind, timestamp: toIso(createdAt), data }),
-      createdAt,
-    }));
-    const rows = emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt }));
+    const { emitted, rows } = prepare(accountId, items);
     let subscribers: Subscriber[] | undefined;
     if (conn.getExecutor().adapter instanceof PostgresAdapter) {
       // One statement: the change, the events and the read of the webhooks to deliver them to (data-modifying WITHs
@@ -88,6 +94,35 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
     if (fanout && subscribers) await fanout.deliver(conn, accountId, emitted, subscribers);
     return emitted;
   }
+  /**
+   * PostgreSQL, outside any transaction: `change` (an UPDATE of the row the events tell of), the insert `alongside`
+   * and the events, as one statement — atomic on its own, so without the BEGIN and COMMIT round trips of a
+   * transaction. Written only if the change matches a row and the account has no enabled webhook: deliveries
+   * take a statement of their own, and must commit with their events, which takes a transaction. `alongside` is
+   * given the name of the change's WITH query, and must write nothing unless it answers a row. Answers the events,
+   * or undefined when nothing was written (the caller then writes the change in a transaction).
+   */
+  async function emitAlone<U extends keyof DB, T extends keyof DB>(
+    db: Kysely<DB>,
+    accountId: string,
+    items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>,
+    change: (db: QueryCreator<DB>) => UpdateQueryBuilder<DB, U, U, unknown>,
+    alongside: (db: QueryCreator<DB>, onlyWith: string) => InsertQueryBuilder<DB, T, InsertResult>,
+  ): Promise<EmittedEvent[] | undefined> {
+    const { emitted, rows } = prepare(accountId, items);
+    const f = fanout;
+    // The webhooks are read by the UPDATE's condition, in the statement's snapshot, as emitMany's read does: one
+    // enabled before that snapshot makes the statement write nothing, and the caller's transaction delivers to it.
+    const guarded = (q: QueryCreator<DB>) => {
+      const u = change(q);
+      return (f ? u.where((eb) => eb.not(eb.exists(f.subscribers(q, accountId)))) : u).returning(sql<number>`1`.as('changed'));
+    };
+    const withChange = db.with('changed', guarded) as unknown as QueryCreator<DB>;
+    const withAlongside = withChange.with('alongside', (q) => alongside(q, 'changed')) as unknown as QueryCreator<DB>;
+    const all = withAlongside.with('emitted', (q) => insertOnlyWith(q, 'events', rows, 'changed')) as unknown as QueryCreator<DB>;
+    const written = await all.selectNoFrom(sql<boolean>`exists (select 1 from changed)`.as('written')).executeTakeFirstOrThrow();
+    return written.written ? emitted : undefined;
+  }
   return {
     setFanout(f: EventFanout) {
       fanout = f;
@@ -96,6 +131,7 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
       return (await emitMany(conn, accountId, [{ kind, data }]))[0]!;
     },
     emitMany,
+    emitAlone,
   };
 }
 

@@ -1,0 +1,20 @@
+import { sql, type Insertable, type QueryCreator } from 'kysely';
+import type { DB } from './schema.js';
+
+/**
+ * PostgreSQL: an insert of `rows` into `table` that writes them only if `cte`, a WITH query of the same statement
+ * (an UPDATE ... RETURNING), answers a row, so the insert happens with that change or not at all. The rows travel
+ * as one JSON parameter read with the table's own row type: in an INSERT ... SELECT of several rows of bound
+ * parameters PostgreSQL types them text, which a bigint column refuses.
+ */
+export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, rows: ReadonlyArray<Insertable<DB[T]>>, cte: string) {
+  // Every column some row names; a row without one of them gets null there (not the column's default).
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const list = sql.join(columns.map((c) => sql.ref(c)));
+  return db
+    .insertInto(table)
+    .columns(columns as never)
+    .expression(
+      sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows)}::jsonb) where exists (select 1 from ${sql.table(cte)})`,
+    );
+}

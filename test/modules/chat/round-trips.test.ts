@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { loadConfig } from '../../../src/config.js';
+import { createContext, type AppContext } from '../../../src/context.js';
+import { openDatabase } from '../../../src/db/database.js';
+import { systemClock } from '../../../src/lib/clock.js';
+import { useTestApp } from '../../helpers/app.js';
+import { quietLog } from '../webhooks/delivery-helpers.js';
+
+type Query = { text: string; inTransaction: boolean };
+
+// PostgreSQL only: there each statement is a round trip to the server (SQLite's writes go through its group commit).
+describe('a chat message on PostgreSQL, in statements', () => {
+  const api = useTestApp('postgres', { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
+  // Every query of the database opened below (its clients bind `query` when they connect, so the patch comes first).
+  const seen: Query[] = [];
+  const original = pg.Client.prototype.query;
+  /** Runs before the next query whose text starts with the given prefix, once. */
+  let beforeNext: { prefix: string; run: () => Promise<void> } | undefined;
+  let ctx: AppContext;
+  let close: () => Promise<void>;
+
+  before(() => {
+    const open = new WeakSet<object>();
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0];
+      const text = (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '')).trim().toLowerCase();
+      if (text === 'begin' || text.startsWith('start transaction')) open.add(this);
+      seen.push({ text, inTransaction: open.has(this) });
+      if (text === 'commit' || text === 'rollback') open.delete(this);
+      const hook = beforeNext;
+      if (hook && text.startsWith(hook.prefix)) {
+        beforeNext = undefined;
+        return hook.run().then(() => (original as (...a: unknown[]) => Promise<unknown>).apply(this, args));
+      }
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    const database = openDatabase(api.database.url);
+    ctx = createContext(loadConfig({ DATABASE_URL: api.database.url }), database, systemClock, quietLog);
+    close = () => database.close();
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await close();
+  });
+
+  /** The statements `fn` ran. */
+  async function statementsOf(fn: () => Promise<unknown>) {
+    const from = seen.length;
+    await fn();
+    return seen.slice(from);
+  }
+  const startConversation = async () => (await ctx.services.chat.start(api.accountId, {})).conversation.id;
+  const stored = (id: string) =>
+    ctx.db.selectFrom('messages').select(['role', 'content', 'seq']).where('conversation_id', '=', id).orderBy('seq').execute();
+
+  test('a plain question and its answer: the read, then one statement with no transaction (the row, the messages and their events)', async () => {
+    const id = await startConversation();
+    // The first message of the process also loads the account's knowledge base into the assistant's cache.
+    await ctx.services.chat.send(api.accountId, id, 'hello there');
+    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'how are you?'));
+    assert.equal(qs.length, 2, qs.map((q) => q.text).join('\n'));
+    assert.ok(qs[0]!.text.startsWith('select "conversations".*'), qs[0]!.text);
+    assert.ok(qs[1]!.text.startsWith('with "changed" as (update "conversations"'), qs[1]!.text);
+    assert.ok(qs.every((q) => !q.inTransaction));
+    assert.deepEqual((await stored(id)).map((m) => m.seq), [1, 2, 3, 4, 5]);
+    const c = await ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(c.message_count, 5);
+    const events = await ctx.db.selectFrom('events').select('payload').where('account_id', '=', api.accountId).where('kind', '=', 'conversation.message').execute();
+    const positions = events.map((e) => (JSON.parse(e.payload) as { data: { conversationId: string; position: number } }).data).filter((d) => d.conversationId === id);
+    assert.deepEqual(positions.map((d) => d.position).sort(), [1, 2, 3, 4, 5]);
+  });
+
+  test('another message counted between the read and the write: the statement writes nothing, and the exchange is decided again under lock', async () => {
+    const id = await startConversation();
+    // Another request's message lands after this one read the conversation, just before its write.
+    beforeNext = { prefix: 'with "changed"', run: async () => void (await api.ctx.services.chat.send(api.accountId, id, 'first')) };
+    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'second'));
+    assert.ok(qs.some((q) => q.inTransaction && q.text.includes('for update')), 'the locked read ran');
+    assert.deepEqual(
+      (await stored(id)).map((m) => [m.role, m.seq]),
+      [['assistant', 1], ['customer', 2], ['assistant', 3], ['customer', 4], ['assistant', 5]],
+    );
+    assert.deepEqual((await stored(id)).filter((m) => m.role === 'customer').map((m) => m.content), ['first', 'second']);
+    const c = await ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(c.message_count, 5);
+  });
+
+  test('an exchange that escalates still writes in one transaction', async () => {
+    const id = await startConversation();
+    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'talk to a person please'));
+    assert.ok(qs.some((q) => q.text === 'begin') && qs.some((q) => q.text === 'commit'));
+    assert.ok(!qs.some((q) => q.text.startsWith('with "changed"')));
+  });
+
+  test('with an enabled webhook the exchange is written in a transaction, with its deliveries', async () => {
+    const r = await api.request('POST', '/v1/webhooks', { key: api.key, body: { url: 'http://127.0.0.1:9/h', events: ['conversation.message'], secret: 'whsec_rt' } });
+    assert.equal(r.status, 201, r.text);
+    const id = await startConversation();
+    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'hello there'));
+    assert.ok(!qs.some((q) => q.text.startsWith('with "changed"')));
+    const insert = qs.find((q) => q.text.startsWith('insert into "deliveries"'));
+    assert.ok(insert?.inTransaction, qs.map((q) => q.text).join('\n'));
+  });
+});
