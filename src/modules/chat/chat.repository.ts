@@ -29,10 +29,10 @@ export type EnabledWorkflow = Pick<WorkflowsTable, (typeof WORKFLOW_COLUMNS)[num
 /**
  * A conversation with everything a reply reads: its account's assistant settings and knowledge version (the sum
  * of the account's counter rows), whether it has an enabled webhook, the last `n` messages and the account's
- * enabled workflows, as JSON arrays. One
- * statement where there were five: on PostgreSQL each statement is a socket write and a read, and is parsed and
- * executed by a backend, which are most of a message's cost there. Built once per dialect; the two arrays are
- * put in order by the caller (an aggregate over an ordered subquery is not promised to keep its order).
+ * enabled workflows, as JSON arrays. One statement where there were five: on PostgreSQL each statement is a socket
+ * write and a read, and is parsed and executed by a backend, which are most of a message's cost there. Built once
+ * per dialect; the two arrays are put in order by the caller (an aggregate over an ordered subquery is not
+ * promised to keep its order).
  */
 const findForReply = precompile((db, accountId: string, id: string, n: number) => {
   const jsonArrayFrom = db.getExecutor().adapter instanceof SqliteAdapter ? sqliteJsonArrayFrom : postgresJsonArrayFrom;
@@ -107,8 +107,8 @@ function openUpdate(db: QueryCreator<DB>, accountId: string, id: string, patch: 
 export const chatRepository = {
   /**
    * The conversation, its account's assistant settings (JSON or null), knowledge version and whether it has an
-   * enabled webhook, its last `n` messages
-   * (oldest first) and the account's enabled workflows (oldest first); undefined when not found.
+   * enabled webhook, its last `n` messages (oldest first) and the account's enabled workflows (oldest first);
+   * undefined when not found.
    */
   async findForReply(db: Conn, accountId: string, id: string, n: number) {
     const row = (await findForReply(db, accountId, id, n)).rows[0];
