@@ -2,6 +2,14 @@ import { sql, type Insertable, type QueryCreator } from 'kysely';
 import type { DB } from './schema.js';
 
 /**
+ * A lone UTF-16 surrogate (with the `u` flag a well-formed pair is one code point). A text parameter stores one as
+ * U+FFFD (pg encodes parameters as UTF-8, which writes U+FFFD for it); jsonb refuses its escape. A reply cut at a
+ * length can end in one.
+ */
+const LONE_SURROGATE = /\p{Cs}/gu;
+const asTextParameter = (_key: string, v: unknown) => (typeof v === 'string' ? v.replace(LONE_SURROGATE, '\uFFFD') : v);
+
+/**
  * PostgreSQL: an insert of `rows` into `table` that writes them only if `cte`, a WITH query of the same statement
  * (an UPDATE ... RETURNING), answers a row, so the insert happens with that change or not at all. The rows travel
  * as one JSON parameter read with the table's own row type: in an INSERT ... SELECT of several rows of bound
@@ -15,6 +23,6 @@ export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>
     .insertInto(table)
     .columns(columns as never)
     .expression(
-      sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows)}::jsonb) where exists (select 1 from ${sql.table(cte)})`,
+      sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows, asTextParameter)}::jsonb) where exists (select 1 from ${sql.table(cte)})`,
     );
 }

@@ -87,6 +87,17 @@ describe('a chat message on PostgreSQL, in statements', () => {
     assert.equal(c.message_count, 5);
   });
 
+  test('a lone surrogate is stored as U+FFFD by the one statement, as a text parameter of the transaction stores it', async () => {
+    const id = await startConversation();
+    // The HTTP layer refuses one in a request; a reply cut at a length can still end in one.
+    const content = 'hello \ud83d there';
+    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, content));
+    assert.ok(qs.some((q) => q.text.startsWith('with "changed"')));
+    const customer = (await stored(id)).find((m) => m.role === 'customer');
+    assert.equal(customer?.content, Buffer.from(content, 'utf8').toString('utf8'));
+    assert.equal(customer?.content, 'hello \ufffd there');
+  });
+
   test('an exchange that escalates still writes in one transaction', async () => {
     const id = await startConversation();
     const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'talk to a person please'));
