@@ -408,10 +408,10 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // escalate, or each miss the second unanswered question.
       const first = decide(c);
       const planned = settle(first, first.figures);
-      // Most exchanges write nothing after their messages (no workflow, escalation or contact address), and most
-      // accounts have no webhook, whose deliveries would be a statement of their own: such an exchange is one
-      // statement, with no transaction round trips (PostgreSQL). Not written when the row is no longer as read:
-      // the transaction below decides again from the locked row.
+      // An exchange that writes nothing after its messages (no workflow, escalation or contact address), on an
+      // account with no enabled webhook (deliveries would be a statement of their own, to commit with the events),
+      // is one statement on PostgreSQL: no transaction round trips. Not written when the row is no longer as read:
+      // the transaction below then decides again from the locked row.
       const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && !c.webhooks_enabled && writesAlone(db);
       if (alone && (await recordExchangeAlone(c, first.figures, asRead(first), planned.messages))) return answer(planned.messages);
 
