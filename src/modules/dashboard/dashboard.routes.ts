@@ -64,6 +64,8 @@ export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
     return text.replace(EVENTS_PLACEHOLDER, JSON.stringify(SUBSCRIBABLE_EVENTS));
   });
   const style = load('app.css', 'text/css; charset=utf-8');
+  // Linked from the page: without one, browsers ask for /favicon.ico and log the 404 as an error on every load.
+  const icon = load('favicon.svg', 'image/svg+xml');
 
   const serve = (asset: Asset) => ({
     schema: { hide: true },
@@ -84,4 +86,5 @@ export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
   app.get('/dashboard/', serve(page));
   app.get('/dashboard/app.js', serve(script));
   app.get('/dashboard/app.css', serve(style));
+  app.get('/dashboard/favicon.svg', serve(icon));
 };

@@ -13,6 +13,7 @@ const ASSETS = [
   ['/dashboard/', 'index.html', 'text/html; charset=utf-8'],
   ['/dashboard/app.js', 'app.js', 'text/javascript; charset=utf-8'],
   ['/dashboard/app.css', 'app.css', 'text/css; charset=utf-8'],
+  ['/dashboard/favicon.svg', 'favicon.svg', 'image/svg+xml'],
 ] as const;
 
 /** Markup a customer or a receiver could send; it must reach the page as text. */
@@ -174,7 +175,7 @@ for (const dialect of DIALECTS) {
       const refs = [...document.querySelectorAll('[src], [href]')]
         .filter((el) => el.tagName !== 'A')
         .map((el) => el.getAttribute('src') ?? el.getAttribute('href'));
-      assert.deepEqual(refs.sort(), ['/dashboard/app.css', '/dashboard/app.js']);
+      assert.deepEqual(refs.sort(), ['/dashboard/app.css', '/dashboard/app.js', '/dashboard/favicon.svg']);
       for (const s of document.querySelectorAll('script')) assert.ok(s.getAttribute('src'), 'no inline script');
       assert.equal(document.querySelectorAll('style, [style]').length, 0, 'no inline style');
       for (const el of document.querySelectorAll('*')) {
