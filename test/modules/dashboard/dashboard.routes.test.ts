@@ -634,11 +634,11 @@ for (const dialect of DIALECTS) {
         page.window.location.hash = `#/knowledge/faqs/${faqId}`;
         await editor('faqs');
         page.confirmAnswer = false;
-        click(page.$('#knowledge-item [data-action=delete]'), 'delete');
+        click(page.$('#editor [data-action=delete]'), 'delete');
         assert.equal(page.confirmed.length, 1);
         assert.equal((await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).status, 200);
         page.confirmAnswer = true;
-        click(page.$('#knowledge-item [data-action=delete]'), 'delete');
+        click(page.$('#editor [data-action=delete]'), 'delete');
         await until(() => page.message().startsWith('FAQ deleted'), 'the deletion');
         assert.equal((await t.request('GET', `/v1/faqs/${faqId}`, { key: own })).status, 404);
         assert.deepEqual(page.errors, []);
@@ -696,6 +696,76 @@ for (const dialect of DIALECTS) {
         const faq = (await t.request('GET', `/v1/faqs/${made.suggestedFaqs[0].id}`, { key: own })).body.data;
         assert.deepEqual([faq.answer, faq.status], ['We deliver on Earth only.', 'approved']);
         assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+    test('workflows: create one in the editor (triggers and fields one per line), it fires; edit, disable, a refused field line, delete', async () => {
+      const { key: own } = await t.account();
+      const page = await openDashboard(t);
+      const editor = () => until(() => page.$('#workflows-editor'), 'the workflow editor');
+      try {
+        page.window.location.hash = '#/workflows';
+        await signIn(page, own);
+        await until(() => page.$('#workflows .empty'), 'no workflow yet');
+        click(page.$('[data-action=new-workflow]'), 'new workflow');
+        let form = await editor();
+        assert.equal(page.$<HTMLSelectElement>('#workflows-enabled')!.value, 'enabled');
+        setValue(page.$<HTMLInputElement>('#workflows-name'), 'Refund request');
+        setValue(page.$<HTMLInputElement>('#workflows-slug'), 'refund-request');
+        setValue(page.$<HTMLTextAreaElement>('#workflows-triggers'), 'refund\n  money back  \n\n');
+        setValue(page.$<HTMLTextAreaElement>('#workflows-fields'), 'email: email\norderNumber: pattern: (ORD-[0-9]{4}):?');
+        setValue(page.$<HTMLTextAreaElement>('#workflows-reply'), 'A person will look at your refund today.');
+        click(form.querySelector('button[type=submit]'), 'create');
+        await until(() => page.message().startsWith('Workflow "Refund request" created'), 'the created message');
+        assert.equal(page.message(), 'Workflow "Refund request" created (enabled).');
+        const list = (await t.request('GET', '/v1/workflows', { key: own })).body.data.workflows;
+        assert.equal(list.length, 1);
+        const w = list[0];
+        assert.deepEqual(
+          { slug: w.slug, triggers: w.triggers, fields: w.fields, reply: w.reply, enabled: w.enabled },
+          {
+            slug: 'refund-request',
+            triggers: ['refund', 'money back'],
+            fields: [{ key: 'email', type: 'email' }, { key: 'orderNumber', type: 'pattern', pattern: '(ORD-[0-9]{4}):?' }],
+            reply: 'A person will look at your refund today.',
+            enabled: true,
+          },
+        );
+        const row = await until(() => page.$(`#workflows tr[data-id="${w.id}"]`), 'the workflow in the list');
+        assert.match(row.textContent!, /refund · money back/);
+
+        // It fires: its reply answers a matching message.
+        const conv = (await t.request('POST', '/v1/chat/conversations', { key: own, body: {} })).body.data.conversation.id as string;
+        const sent = await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key: own, body: { content: 'I want my money back for ORD-1234' } });
+        assert.equal(sent.body.data.messages[1].content, 'A person will look at your refund today.');
+
+        // Opened again, it shows what it holds; a field line without a type is refused with the API's message.
+        click(row.querySelector('[data-action=edit]'), 'edit workflow');
+        form = await editor();
+        assert.equal(page.$<HTMLTextAreaElement>('#workflows-triggers')!.value, 'refund\nmoney back');
+        assert.equal(page.$<HTMLTextAreaElement>('#workflows-fields')!.value, 'email: email\norderNumber: pattern: (ORD-[0-9]{4}):?');
+        setValue(page.$<HTMLTextAreaElement>('#workflows-fields'), 'email');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.match(page.message(), /fields/);
+        assert.equal((await t.request('GET', `/v1/workflows/${w.id}`, { key: own })).body.data.fields.length, 2);
+
+        // The reply emptied (removed) and the workflow disabled.
+        setValue(page.$<HTMLTextAreaElement>('#workflows-fields'), 'email: email');
+        setValue(page.$<HTMLTextAreaElement>('#workflows-reply'), '   ');
+        setValue(page.$<HTMLSelectElement>('#workflows-enabled'), 'disabled');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message() === 'Workflow "Refund request" saved (disabled).', 'the saved message');
+        const saved = (await t.request('GET', `/v1/workflows/${w.id}`, { key: own })).body.data;
+        assert.deepEqual([saved.reply, saved.enabled, saved.fields], [null, false, [{ key: 'email', type: 'email' }]]);
+
+        page.window.location.hash = `#/workflows/${w.id}`;
+        await editor();
+        click(page.$('#editor [data-action=delete]'), 'delete');
+        await until(() => page.message().startsWith('Workflow deleted'), 'the deletion');
+        assert.equal((await t.request('GET', `/v1/workflows/${w.id}`, { key: own })).status, 404);
         assert.deepEqual(page.errors, []);
       } finally {
         page.close();

@@ -26,6 +26,7 @@
   const initialState = () => ({
     overview: { period: '7d' },
     rundowns: { offset: 0 },
+    workflows: { offset: 0 },
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
     conversations: { status: 'all', offset: 0 },
@@ -193,9 +194,11 @@
       else if (r.section === 'webhooks') await webhooksView(mount);
       else if (r.section === 'conversations' && r.id) await transcriptView(mount, r.id);
       else if (r.section === 'conversations') await conversationsView(mount);
-      else if (r.section === 'knowledge' && r.id && KNOWLEDGE_KINDS[r.id] && r.sub) await knowledgeItemView(mount, r.id, r.sub);
+      else if (r.section === 'knowledge' && (r.id === 'faqs' || r.id === 'documents') && r.sub) await editorView(mount, r.id, r.sub);
       else if (r.section === 'knowledge' && !r.id) await knowledgeView(mount);
       else if (r.section === 'overview') await overviewView(mount);
+      else if (r.section === 'workflows' && r.id) await editorView(mount, 'workflows', r.id);
+      else if (r.section === 'workflows') await workflowsView(mount);
       else if (r.section === 'rundowns' && r.id) await rundownView(mount, r.id);
       else if (r.section === 'rundowns') await rundownsView(mount);
       else mount(h('p', {}, 'No such screen. ', h('a', { href: '#/webhooks' }, 'Go to webhooks')));
@@ -653,69 +656,159 @@
     return select;
   }
 
-  /** What the knowledge editor edits: its API path, its text fields ([name, label, textarea?]) and its statuses. */
-  const KNOWLEDGE_KINDS = {
+  /** A workflow's fields as the editor shows them, one per line: `key: type`, or `key: pattern: regular expression`. */
+  const formatWorkflowFields = (fields) => fields.map((f) => (f.type === 'pattern' ? `${f.key}: pattern: ${f.pattern}` : `${f.key}: ${f.type}`)).join('\n');
+  /** The reverse; a line it cannot split is sent as it stands, for the API to name what is wrong with it. */
+  const parseWorkflowFields = (text) =>
+    lines(text).map((line) => {
+      const [key, type = '', ...rest] = line.split(':').map((part) => part.trim());
+      return type === 'pattern' ? { key, type, pattern: rest.join(':').trim() } : { key, type };
+    });
+  const lines = (text) => text.split('\n').map((l) => l.trim()).filter(Boolean);
+
+  /**
+   * What the editor edits, per kind: its API path and list screen, its fields ({name, label, long, format, parse}:
+   * format turns the API's value into the input's text, parse the text into the body's value, undefined leaving it
+   * out) and its one choice (a status, or enabled/disabled).
+   */
+  const EDITABLE = {
     faqs: {
       noun: 'FAQ',
       path: '/faqs',
-      fields: [['question', 'Question', false], ['answer', 'Answer', true], ['category', 'Category (a short word: topics and rundowns group by it)', false]],
-      statuses: FAQ_STATUSES,
+      list: '#/knowledge',
+      fields: [
+        { name: 'question', label: 'Question' },
+        { name: 'answer', label: 'Answer', long: 6 },
+        { name: 'category', label: 'Category (a short word: topics and rundowns group by it)' },
+      ],
+      choice: { name: 'status', label: 'Status', values: FAQ_STATUSES },
       name: (x) => x.question,
+      state: (x) => x.status,
+      gone: 'The assistant stops using it at once.',
     },
     documents: {
       noun: 'document',
       path: '/documents',
-      fields: [['title', 'Title', false], ['content', 'Content (the assistant answers from its paragraphs)', true]],
-      statuses: DOCUMENT_FILTERS.filter((v) => v !== 'all'),
+      list: '#/knowledge',
+      fields: [
+        { name: 'title', label: 'Title' },
+        { name: 'content', label: 'Content (the assistant answers from its paragraphs)', long: 16 },
+      ],
+      choice: { name: 'status', label: 'Status', values: DOCUMENT_FILTERS.filter((v) => v !== 'all') },
       name: (x) => x.title,
+      state: (x) => x.status,
+      gone: 'The assistant stops using it at once.',
+    },
+    workflows: {
+      noun: 'workflow',
+      path: '/workflows',
+      list: '#/workflows',
+      fields: [
+        { name: 'name', label: 'Name' },
+        { name: 'slug', label: 'Slug (names the workflow in its workflow.triggered events: lower case, digits and hyphens)' },
+        { name: 'triggers', label: 'Triggers: one phrase per line; a customer message that matches one fires the workflow', long: 4, format: (v) => v.join('\n'), parse: lines },
+        {
+          name: 'fields',
+          label: 'Fields to extract from the conversation, one per line: "key: email", "key: phone", "key: number", "key: text" or "key: pattern: regular expression"',
+          long: 4,
+          format: formatWorkflowFields,
+          parse: parseWorkflowFields,
+        },
+        {
+          name: 'reply',
+          label: 'Reply (optional: answers the message in place of the knowledge base)',
+          long: 4,
+          format: (v) => v || '',
+          parse: (text, isNew) => (text.trim() === '' ? (isNew ? undefined : null) : text),
+        },
+      ],
+      choice: { name: 'enabled', label: 'State', values: ['enabled', 'disabled'], format: (v) => (v ? 'enabled' : 'disabled'), parse: (v) => v === 'enabled' },
+      name: (x) => x.name,
+      state: (x) => (x.enabled ? 'enabled' : 'disabled'),
+      gone: 'Messages no longer fire it.',
     },
   };
 
   /**
-   * A new FAQ or document (`id` "new"), or an existing one read whole (a document's content is not in the list).
-   * Only the published statuses (approved, active) are used by the assistant, at once after saving.
+   * A new FAQ, document or workflow (`id` "new"), or an existing one read whole (a document's content is not in the
+   * list). An FAQ or document with the published status (approved, active) is used by the assistant at once.
    */
-  async function knowledgeItemView(mount, kindName, id) {
-    const kind = KNOWLEDGE_KINDS[kindName];
+  async function editorView(mount, kindName, id) {
+    const kind = EDITABLE[kindName];
     const item = id === 'new' ? null : await api('GET', `${kind.path}/${encodeURIComponent(id)}`);
-    const inputs = kind.fields.map(([name, label, long]) => {
-      const props = { id: `${kindName}-${name}`, name, autocomplete: 'off' };
-      const input = long ? h('textarea', { ...props, rows: name === 'content' ? 16 : 6 }, item ? item[name] : '') : h('input', { ...props, type: 'text', value: item && item[name] });
-      return { name, label, input };
+    const isNew = item === null;
+    const inputs = kind.fields.map((f) => {
+      const props = { id: `${kindName}-${f.name}`, name: f.name, autocomplete: 'off' };
+      const text = item ? (f.format ? f.format(item[f.name]) : item[f.name]) : '';
+      const input = f.long ? h('textarea', { ...props, rows: f.long }, text) : h('input', { ...props, type: 'text', value: text || null });
+      return { f, input };
     });
-    const status = h('select', { id: `${kindName}-status`, name: 'status' }, kind.statuses.map((v) => h('option', { value: v, selected: item ? item.status === v : v === kind.statuses[0] }, v)));
+    const c = kind.choice;
+    const current = item ? (c.format ? c.format(item[c.name]) : item[c.name]) : c.values[0];
+    const choice = h('select', { id: `${kindName}-${c.name}`, name: c.name }, c.values.map((v) => h('option', { value: v, selected: v === current }, v)));
     const fields = {
-      nodes: [...inputs.flatMap(({ label, input }) => [h('label', { for: input.id }, label), input]), h('label', { for: status.id }, 'Status'), status],
-      read: () => ({ ...Object.fromEntries(inputs.map(({ name, input }) => [name, input.value])), status: status.value }),
+      nodes: [...inputs.flatMap(({ f, input }) => [h('label', { for: input.id }, f.label), input]), h('label', { for: choice.id }, c.label), choice],
+      read: () => ({
+        ...Object.fromEntries(inputs.map(({ f, input }) => [f.name, f.parse ? f.parse(input.value, isNew) : input.value])),
+        [c.name]: c.parse ? c.parse(choice.value) : choice.value,
+      }),
     };
     const noun = kind.noun[0].toUpperCase() + kind.noun.slice(1);
-    const form = apiForm(`${kindName}-editor`, item ? `Edit ${kind.noun}` : `New ${kind.noun}`, fields, item ? 'Save changes' : `Create ${kind.noun}`, async (body) => {
-      const saved = item ? await api('PUT', `${kind.path}/${encodeURIComponent(item.id)}`, { body }) : await api('POST', kind.path, { body });
-      await go('#/knowledge');
-      showMessage(`${noun} "${kind.name(saved)}" ${item ? 'saved' : 'created'} (${saved.status}).`, 'ok');
+    const form = apiForm(`${kindName}-editor`, isNew ? `New ${kind.noun}` : `Edit ${kind.noun}`, fields, isNew ? `Create ${kind.noun}` : 'Save changes', async (body) => {
+      const saved = isNew ? await api('POST', kind.path, { body }) : await api('PUT', `${kind.path}/${encodeURIComponent(item.id)}`, { body });
+      await go(kind.list);
+      showMessage(`${noun} "${kind.name(saved)}" ${isNew ? 'created' : 'saved'} (${kind.state(saved)}).`, 'ok');
     });
-    const remove = item
-      ? h('button', {
+    const remove = isNew
+      ? null
+      : h('button', {
           type: 'button',
           class: 'danger',
           'data-action': 'delete',
           onclick: (e) => {
-            if (!window.confirm(`Delete the ${kind.noun} "${kind.name(item)}"? The assistant stops using it at once.`)) return;
+            if (!window.confirm(`Delete the ${kind.noun} "${kind.name(item)}"? ${kind.gone}`)) return;
             return act(e.currentTarget, async () => {
               await api('DELETE', `${kind.path}/${encodeURIComponent(item.id)}`);
-              await go('#/knowledge');
+              await go(kind.list);
               showMessage(`${noun} deleted: "${kind.name(item)}".`, 'ok');
             });
           },
-        }, `Delete ${kind.noun}`)
-      : null;
+        }, `Delete ${kind.noun}`);
     mount(
       h(
         'div',
-        { id: 'knowledge-item', 'data-kind': kindName, 'data-id': item ? item.id : 'new' },
-        h('p', {}, h('a', { href: '#/knowledge' }, '← Knowledge')),
+        { id: 'editor', 'data-kind': kindName, 'data-id': isNew ? 'new' : item.id },
+        h('p', {}, h('a', { href: kind.list }, kind.list === '#/knowledge' ? '← Knowledge' : '← Workflows')),
         form,
         remove ? h('div', { class: 'row actions' }, remove) : null,
+      ),
+    );
+  }
+
+  async function workflowsView(mount) {
+    const s = state.workflows;
+    const page = await listPage('/workflows', s, {});
+    const rows = page.workflows.map((w) =>
+      h(
+        'tr',
+        { 'data-id': w.id },
+        h('td', {}, h('a', { href: `#/workflows/${encodeURIComponent(w.id)}`, 'data-action': 'edit' }, w.name)),
+        h('td', {}, w.slug),
+        h('td', {}, w.triggers.join(' · ')),
+        h('td', {}, w.fields.length ? w.fields.map((f) => f.key).join(', ') : '—'),
+        h('td', {}, w.reply === null ? '—' : 'yes'),
+        h('td', {}, badge(w.enabled ? 'enabled' : 'disabled', w.enabled ? 'ok' : 'off')),
+      ),
+    );
+    mount(
+      h(
+        'div',
+        { id: 'workflows' },
+        h('h2', {}, 'Workflows'),
+        h('p', { class: 'muted' }, 'A customer message that matches a trigger fires workflow.triggered with the fields found in the conversation; with a reply, that reply answers it.'),
+        h('div', { class: 'toolbar' }, h('a', { class: 'button-link', href: '#/workflows/new', 'data-action': 'new-workflow' }, 'New workflow')),
+        table(['Name', 'Slug', 'Triggers', 'Fields', 'Reply', 'State'], rows, 'No workflows yet.'),
+        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'workflows') : null,
       ),
     );
   }
