@@ -671,34 +671,39 @@
    * format turns the API's value into the input's text, parse the text into the body's value, undefined leaving it
    * out) and its one choice (a status, or enabled/disabled).
    */
+  /** An FAQ or a document: listed under Knowledge, with a status the assistant reads. */
+  const knowledgeKind = (noun, path, fields, statuses, name) => ({
+    noun,
+    path,
+    list: '#/knowledge',
+    fields,
+    choice: { name: 'status', label: 'Status', values: statuses },
+    name,
+    state: (x) => x.status,
+    gone: 'The assistant stops using it at once.',
+  });
   const EDITABLE = {
-    faqs: {
-      noun: 'FAQ',
-      path: '/faqs',
-      list: '#/knowledge',
-      fields: [
+    faqs: knowledgeKind(
+      'FAQ',
+      '/faqs',
+      [
         { name: 'question', label: 'Question' },
         { name: 'answer', label: 'Answer', long: 6 },
         { name: 'category', label: 'Category (a short word: topics and rundowns group by it)' },
       ],
-      choice: { name: 'status', label: 'Status', values: FAQ_STATUSES },
-      name: (x) => x.question,
-      state: (x) => x.status,
-      gone: 'The assistant stops using it at once.',
-    },
-    documents: {
-      noun: 'document',
-      path: '/documents',
-      list: '#/knowledge',
-      fields: [
+      FAQ_STATUSES,
+      (x) => x.question,
+    ),
+    documents: knowledgeKind(
+      'document',
+      '/documents',
+      [
         { name: 'title', label: 'Title' },
         { name: 'content', label: 'Content (the assistant answers from its paragraphs)', long: 16 },
       ],
-      choice: { name: 'status', label: 'Status', values: DOCUMENT_FILTERS.filter((v) => v !== 'all') },
-      name: (x) => x.title,
-      state: (x) => x.status,
-      gone: 'The assistant stops using it at once.',
-    },
+      DOCUMENT_FILTERS.filter((v) => v !== 'all'),
+      (x) => x.title,
+    ),
     workflows: {
       noun: 'workflow',
       path: '/workflows',
