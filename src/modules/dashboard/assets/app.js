@@ -152,6 +152,12 @@
     }
   }
 
+  /** A delete button that asks `question` first and then runs `remove` as act() does. */
+  function deleteButton(label, question, remove) {
+    const onclick = (e) => (window.confirm(question) ? act(e.currentTarget, remove) : undefined);
+    return h('button', { type: 'button', class: 'danger', 'data-action': 'delete', onclick }, label);
+  }
+
   function showSignIn() {
     byId('sign-in-view').hidden = false;
     byId('app-view').hidden = true;
@@ -262,19 +268,22 @@
     return api('GET', path, { query: { ...query, limit: PAGE_SIZE, offset: s.offset } });
   }
 
-  function pager(page, onOffset, name) {
-    const from = page.total === 0 ? 0 : page.offset + 1;
+  /** Previous/next for a list page (nothing when the list is empty); a move sets the screen's `s.offset` and redraws. */
+  function pager(page, s, name) {
+    if (page.total === 0) return null;
+    const move = (offset) => ((s.offset = offset), render());
+    const from = page.offset + 1;
     const to = page.offset + page.limit >= page.total ? page.total : page.offset + page.limit;
     return h(
       'div',
       { class: 'pager', 'data-pager': name },
-      h('button', { type: 'button', class: 'secondary', 'data-action': 'prev', disabled: page.offset === 0, onclick: () => onOffset(Math.max(0, page.offset - page.limit)) }, '← Previous'),
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'prev', disabled: page.offset === 0, onclick: () => move(Math.max(0, page.offset - page.limit)) }, '← Previous'),
       h('span', { class: 'muted' }, `${from}–${to} of ${page.total}`),
-      h('button', { type: 'button', class: 'secondary', 'data-action': 'next', disabled: page.offset + page.limit >= page.total, onclick: () => onOffset(page.offset + page.limit) }, 'Next →'),
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'next', disabled: page.offset + page.limit >= page.total, onclick: () => move(page.offset + page.limit) }, 'Next →'),
     );
   }
 
-  /** A select of `values`: each a value shown as is, or a [value, label] pair. */
+  /** A select of `values`: each a value shown as is, or an array starting [value, label]. */
   function filterSelect(id, label, values, current, onChange) {
     const options = values.map((v) => {
       const [value, text] = Array.isArray(v) ? v : [v, v];
@@ -337,19 +346,11 @@
             deliveryOutcome('Test event sent', d);
           }),
       }, 'Send test event'),
-      h('button', {
-        type: 'button',
-        class: 'danger',
-        'data-action': 'delete',
-        onclick: (e) => {
-          if (!window.confirm(`Delete the webhook to ${w.url}? Its pending deliveries are cancelled.`)) return;
-          return act(e.currentTarget, async () => {
-            await api('DELETE', `/webhooks/${encodeURIComponent(w.id)}`);
-            await afterDelete();
-            showMessage(`Webhook deleted: ${w.url}`, 'ok');
-          });
-        },
-      }, 'Delete'),
+      deleteButton('Delete', `Delete the webhook to ${w.url}? Its pending deliveries are cancelled.`, async () => {
+        await api('DELETE', `/webhooks/${encodeURIComponent(w.id)}`);
+        await afterDelete();
+        showMessage(`Webhook deleted: ${w.url}`, 'ok');
+      }),
     ];
   }
 
@@ -434,7 +435,7 @@
         { id: 'webhooks' },
         h('h2', {}, 'Webhooks'),
         table(['URL', 'Events', 'Status', 'Created', ''], rows, 'No webhooks yet.'),
-        page.total > 0 ? pager(page, (offset) => ((state.webhooks.offset = offset), render()), 'webhooks') : null,
+        pager(page, state.webhooks, 'webhooks'),
         createWebhookForm(),
       ),
     );
@@ -553,7 +554,7 @@
           h('button', { type: 'button', class: 'secondary', 'data-action': 'refresh', onclick: () => render() }, 'Refresh'),
         ),
         h('div', { id: 'deliveries' }, table(['Created', 'Event', 'Status', 'Attempts', 'Next attempt', ''], rows, 'No deliveries with this status.')),
-        page.total > 0 ? pager(page, (offset) => ((state.deliveries.offset = offset), render()), 'deliveries') : null,
+        pager(page, state.deliveries, 'deliveries'),
         delivery ? deliveryDetail(w.id, delivery) : null,
       ),
     );
@@ -587,7 +588,7 @@
         h('h2', {}, 'Conversations'),
         h('div', { class: 'toolbar' }, filterSelect('conversation-status', 'Status', CONVERSATION_FILTERS, s.status, (v) => ((s.status = v), (s.offset = 0), render()))),
         table(['Started', 'Customer', 'Status', 'Outcome', 'Topic', 'Messages'], rows, 'No conversations with this status.'),
-        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'conversations') : null,
+        pager(page, s, 'conversations'),
       ),
     );
   }
@@ -676,6 +677,7 @@
     noun,
     path,
     list: '#/knowledge',
+    listName: 'Knowledge',
     fields,
     choice: { name: 'status', label: 'Status', values: statuses },
     name,
@@ -708,6 +710,7 @@
       noun: 'workflow',
       path: '/workflows',
       list: '#/workflows',
+      listName: 'Workflows',
       fields: [
         { name: 'name', label: 'Name' },
         { name: 'slug', label: 'Slug (names the workflow in its workflow.triggered events: lower case, digits and hyphens)' },
@@ -766,24 +769,16 @@
     });
     const remove = isNew
       ? null
-      : h('button', {
-          type: 'button',
-          class: 'danger',
-          'data-action': 'delete',
-          onclick: (e) => {
-            if (!window.confirm(`Delete the ${kind.noun} "${kind.name(item)}"? ${kind.gone}`)) return;
-            return act(e.currentTarget, async () => {
-              await api('DELETE', `${kind.path}/${encodeURIComponent(item.id)}`);
-              await go(kind.list);
-              showMessage(`${noun} deleted: "${kind.name(item)}".`, 'ok');
-            });
-          },
-        }, `Delete ${kind.noun}`);
+      : deleteButton(`Delete ${kind.noun}`, `Delete the ${kind.noun} "${kind.name(item)}"? ${kind.gone}`, async () => {
+          await api('DELETE', `${kind.path}/${encodeURIComponent(item.id)}`);
+          await go(kind.list);
+          showMessage(`${noun} deleted: "${kind.name(item)}".`, 'ok');
+        });
     mount(
       h(
         'div',
         { id: 'editor', 'data-kind': kindName, 'data-id': isNew ? 'new' : item.id },
-        h('p', {}, h('a', { href: kind.list }, kind.list === '#/knowledge' ? '← Knowledge' : '← Workflows')),
+        h('p', {}, h('a', { href: kind.list }, `← ${kind.listName}`)),
         form,
         remove ? h('div', { class: 'row actions' }, remove) : null,
       ),
@@ -813,7 +808,7 @@
         h('p', { class: 'muted' }, 'A customer message that matches a trigger fires workflow.triggered with the fields found in the conversation; with a reply, that reply answers it.'),
         h('div', { class: 'toolbar' }, h('a', { class: 'button-link', href: '#/workflows/new', 'data-action': 'new-workflow' }, 'New workflow')),
         table(['Name', 'Slug', 'Triggers', 'Fields', 'Reply', 'State'], rows, 'No workflows yet.'),
-        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'workflows') : null,
+        pager(page, s, 'workflows'),
       ),
     );
   }
@@ -861,7 +856,7 @@
             h('a', { class: 'button-link', href: '#/knowledge/faqs/new', 'data-action': 'new-faq' }, 'New FAQ'),
           ),
           table(['Question', 'Category', 'Status', 'Updated'], faqRows, 'No FAQs with this status.'),
-          faqs.total > 0 ? pager(faqs, (offset) => ((fs.offset = offset), render()), 'faqs') : null,
+          pager(faqs, fs, 'faqs'),
         ),
         h(
           'section',
@@ -874,7 +869,7 @@
             h('a', { class: 'button-link', href: '#/knowledge/documents/new', 'data-action': 'new-document' }, 'New document'),
           ),
           table(['Title', 'Status', 'Updated'], docRows, 'No documents with this status.'),
-          docs.total > 0 ? pager(docs, (offset) => ((ds.offset = offset), render()), 'documents') : null,
+          pager(docs, ds, 'documents'),
         ),
       ),
     );
@@ -978,7 +973,7 @@
         { id: 'rundowns' },
         h('h2', {}, 'Rundowns'),
         table(['Period', 'Made by', 'Conversations', 'Unanswered', 'Suggested FAQs', 'Made'], rows, 'No rundowns yet.'),
-        page.total > 0 ? pager(page, (offset) => ((s.offset = offset), render()), 'rundowns') : null,
+        pager(page, s, 'rundowns'),
         makeRundownForm(),
       ),
     );
@@ -1025,7 +1020,7 @@
         'div',
         { id: 'overview' },
         h('h2', {}, 'Overview'),
-        h('div', { class: 'toolbar' }, filterSelect('overview-period', 'Period', PERIODS.map(([value, label]) => [value, label]), period[0], (v) => ((s.period = v), render()))),
+        h('div', { class: 'toolbar' }, filterSelect('overview-period', 'Period', PERIODS, period[0], (v) => ((s.period = v), render()))),
         h(
           'div',
           { class: 'figures' },
