@@ -1,4 +1,4 @@
-import { SqliteAdapter, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type Transaction, type Updateable, type UpdateObject } from 'kysely';
+import { SqliteAdapter, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type Transaction, type Updateable, type UpdateObject } from 'kysely';
 import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { lockingRead } from '../../db/locks.js';
@@ -9,8 +9,8 @@ import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
 import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
-/** What Kysely's `set` takes for a conversation: the values, or a function of the expression builder (increments). */
-type ConversationPatch = UpdateObject<DB, 'conversations'> | ((eb: ExpressionBuilder<DB, 'conversations'>) => UpdateObject<DB, 'conversations'>);
+/** The values an update of a conversation sets. */
+type ConversationPatch = UpdateObject<DB, 'conversations'>;
 
 /** A conversation's messages (the account checked too). */
 const ofConversation = (db: Conn, accountId: string, conversationId: string) =>
@@ -86,7 +86,7 @@ export interface ExchangeExpectation {
 }
 interface OpenConditions {
   idleBefore?: number;
-  expect?: { escalated: boolean; customerEmail: string | null; lastAt: number; messageCount?: number };
+  expect?: ExchangeExpectation & { lastAt: number };
 }
 
 /** The UPDATE of updateOpen, without its RETURNING (see there). */
@@ -98,8 +98,8 @@ function openUpdate(db: QueryCreator<DB>, accountId: string, id: string, patch: 
     q = q
       .where('escalated_at', e.escalated ? 'is not' : 'is', null)
       .where('customer_email', e.customerEmail === null ? 'is' : '=', e.customerEmail)
-      .where('last_message_at', '<=', e.lastAt);
-    if (e.messageCount !== undefined) q = q.where('message_count', '=', e.messageCount);
+      .where('last_message_at', '<=', e.lastAt)
+      .where('message_count', '=', e.messageCount);
   }
   return q;
 }
@@ -155,10 +155,9 @@ export const chatRepository = {
   },
   /**
    * Updates a conversation that is still open, and still as the caller decided from: with `idleBefore`, idle since
-   * then; with `expect`, escalated or not, with that contact address and no message after `lastAt` (and with
-   * `messageCount`, that many messages). The conditions are part of the UPDATE, so a change committed meanwhile
-   * (PostgreSQL re-checks the row it waited for) makes it miss. Answers the updated row, or undefined when the
-   * conditions no longer held.
+   * then; with `expect`, escalated or not, with that contact address, that many messages and none after `lastAt`.
+   * The conditions are part of the UPDATE, so a change committed meanwhile (PostgreSQL re-checks the row it waited
+   * for) makes it miss. Answers the updated row, or undefined when the conditions no longer held.
    */
   updateOpen(db: Conn, accountId: string, id: string, patch: ConversationPatch, cond: OpenConditions = {}) {
     return openUpdate(db, accountId, id, patch, cond).returningAll().executeTakeFirst();
