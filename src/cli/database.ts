@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { withoutPassword } from '../config.js';
-import { migrateToLatest, migrationState, openDatabase, type Database, type DatabaseOptions } from '../db/database.js';
+import { migrateToLatest, openDatabase, type Database, type DatabaseOptions } from '../db/database.js';
 
 /** A start-up failure the operator can fix (a port in use, a database that cannot be reached). */
 export class StartupError extends Error {
@@ -26,16 +26,12 @@ export async function openMigrated(
   let database: Database | undefined;
   try {
     database = openDatabase(config.databaseUrl, { ...dbOpts, sqliteSynchronous: config.sqliteSynchronous });
-    if (migrate === 'new-only') {
-      const state = await migrationState(database.db, database.schema);
-      if (state.applied.length > 0 && state.pending.length > 0) {
-        throw new Error(
-          `an older version of Parley set up this database and it needs this version's migrations (${state.pending.join(', ')}); ` +
-            'stop the nodes still running the older version, back it up, then run `parley migrate` (README.md, Upgrading)',
-        );
-      }
-    }
-    const applied = await migrateToLatest(database.db, database.schema);
+    const refuseOlder = (pending: string[]) =>
+      new Error(
+        `an older version of Parley set up this database and it needs this version's migrations (${pending.join(', ')}); ` +
+          'stop the nodes still running the older version, back it up, then run `parley migrate` (README.md, Upgrading)',
+      );
+    const applied = await migrateToLatest(database.db, database.schema, migrate === 'new-only' ? { refuseOlder } : {});
     return { database, applied };
   } catch (err) {
     await database?.close().catch(() => undefined);

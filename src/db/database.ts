@@ -316,14 +316,26 @@ async function migratorFor(db: Kysely<DB>, schema?: string): Promise<Migrator> {
   return new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
 }
 
-/** Which of this version's migrations the database has run (`applied`) and has not (`pending`); nothing is changed. */
-export async function migrationState(db: Kysely<DB>, schema?: string): Promise<{ applied: string[]; pending: string[] }> {
-  const all = await (await migratorFor(db, schema)).getMigrations();
+async function stateOf(migrator: Migrator): Promise<{ applied: string[]; pending: string[] }> {
+  const all = await migrator.getMigrations();
   return { applied: all.filter((m) => m.executedAt).map((m) => m.name), pending: all.filter((m) => !m.executedAt).map((m) => m.name) };
 }
 
-export async function migrateToLatest(db: Kysely<DB>, schema?: string): Promise<string[]> {
+/** Which of this version's migrations the database has run (`applied`) and has not (`pending`); nothing is changed. */
+export async function migrationState(db: Kysely<DB>, schema?: string): Promise<{ applied: string[]; pending: string[] }> {
+  return stateOf(await migratorFor(db, schema));
+}
+
+/**
+ * Runs this version's pending migrations; answers those it applied. With `refuseOlder`, a database an older version
+ * set up (some migrations run, some pending) is not touched: the error it makes for the pending ones is thrown.
+ */
+export async function migrateToLatest(db: Kysely<DB>, schema?: string, opts: { refuseOlder?: (pending: string[]) => Error } = {}): Promise<string[]> {
   const migrator = await migratorFor(db, schema);
+  if (opts.refuseOlder) {
+    const { applied, pending } = await stateOf(migrator);
+    if (applied.length > 0 && pending.length > 0) throw opts.refuseOlder(pending);
+  }
   // Kysely takes no lock on SQLite (it assumes one process), so processes started together on a new file (serve
   // and init, serve and worker) each ran the migrations and all but one failed: "table accounts already exists".
   // They now run inside one write transaction taken at once (BEGIN IMMEDIATE): the others wait for it, then find
