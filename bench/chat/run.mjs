@@ -2,7 +2,9 @@
 // Customer chat messages under load: POST /v1/chat/conversations/:id/messages over 100 open conversations of the
 // `parley demo` shop (each request: the assistant's retrieval, two messages, two events, the conversation row),
 // beside a bare node:http server answering the same bytes, in the same run. Usage (after `npm run build`):
-//   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR] [--cpu-prof DIR]
+//   node bench/chat/run.mjs [--duration 10] [--connections 50] [--db sqlite|postgres] [--pin] [--root DIR] [--cpu-prof DIR] [--webhook]
+// --webhook registers a webhook subscribed to conversation.message first, as an account that integrates has: each
+// message then also writes two deliveries (left pending: the service runs without its worker).
 // --root runs the service of another checkout (built), to compare two versions in one window.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     root: { type: 'string' },
     // Profile the service (node --cpu-prof into this directory; summarise with bench/http/profile.mjs).
     'cpu-prof': { type: 'string' },
+    webhook: { type: 'boolean', default: false },
   },
 });
 const ROOT = values.root ?? new URL('../..', import.meta.url).pathname;
@@ -31,7 +34,7 @@ const QUESTION = JSON.stringify({ content: 'how do I track my order?' });
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-chat-bench-'));
 const { url: databaseUrl, drop: dropSchema } = await benchDatabase(values.db, dir, 'bench_chat');
-const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1' };
+const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PORT: String(SERVICE_PORT), HOST: '127.0.0.1', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' };
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env, encoding: 'utf8' }));
 if (values.pin) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
 const pinned = (args) => (values.pin ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args]);
@@ -49,6 +52,11 @@ for (let i = 0; i < 300; i++) {
   await new Promise((r) => setTimeout(r, 100));
 }
 const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+if (values.webhook) {
+  const hook = { url: 'http://127.0.0.1:9/hook', events: ['conversation.message'], secret: 'whsec_bench_chat_webhook' };
+  const r = await (await fetch(`${api}/webhooks`, { method: 'POST', headers, body: JSON.stringify(hook) })).json();
+  if (!r.success) throw new Error(JSON.stringify(r));
+}
 const ids = [];
 for (let i = 0; i < 100; i++) {
   const body = await (await fetch(`${api}/chat/conversations`, { method: 'POST', headers, body: '{}' })).json();
@@ -122,6 +130,6 @@ const bare = spawn(bareCmd, bareArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
 await new Promise((r) => bare.stdout.once('data', r));
 const b = await load(BARE_PORT, bare.pid);
 bare.kill('SIGTERM');
-console.log(JSON.stringify({ root: ROOT, db: values.db, service: svc, bare: b, ratio: +(svc.rps / b.rps).toFixed(3), date: new Date().toISOString() }));
+console.log(JSON.stringify({ root: ROOT, db: values.db, webhook: values.webhook, service: svc, bare: b, ratio: +(svc.rps / b.rps).toFixed(3), date: new Date().toISOString() }));
 await dropSchema();
 rmSync(dir, { recursive: true, force: true });

@@ -28,7 +28,7 @@ export type EnabledWorkflow = Pick<WorkflowsTable, (typeof WORKFLOW_COLUMNS)[num
 
 /**
  * A conversation with everything a reply reads: its account's assistant settings and knowledge version (the sum
- * of the account's counter rows), whether it has an enabled webhook, the last `n` messages and the account's
+ * of the account's counter rows), how many enabled webhooks it has, the last `n` messages and the account's
  * enabled workflows, as JSON arrays. One statement where there were five: on PostgreSQL each statement is a socket
  * write and a read, and is parsed and executed by a backend, which are most of a message's cost there. Built once
  * per dialect; the two arrays are put in order by the caller (an aggregate over an ordered subquery is not
@@ -57,10 +57,13 @@ const findForReply = precompile((db, accountId: string, id: string, n: number) =
           'desc',
         ).limit(pageLimit(n)),
       ).as('recent'),
-      // Whether an event of the account may have a delivery to write (see chat.service's exchange written alone).
+      // How many webhooks an event of the account may have a delivery for (see chat.service's exchange written alone).
       eb
-        .exists(eb.selectFrom('webhooks').select('webhooks.id').whereRef('webhooks.account_id', '=', 'conversations.account_id').where('webhooks.enabled', '=', 1))
-        .as('webhooks_enabled'),
+        .selectFrom('webhooks')
+        .select((e) => e.fn.countAll().as('n'))
+        .whereRef('webhooks.account_id', '=', 'conversations.account_id')
+        .where('webhooks.enabled', '=', 1)
+        .as('enabled_webhooks'),
       jsonArrayFrom(
         eb
           .selectFrom('workflows')
@@ -106,18 +109,18 @@ function openUpdate(db: QueryCreator<DB>, accountId: string, id: string, patch: 
 
 export const chatRepository = {
   /**
-   * The conversation, its account's assistant settings (JSON or null), knowledge version and whether it has an
-   * enabled webhook, its last `n` messages (oldest first) and the account's enabled workflows (oldest first);
+   * The conversation, its account's assistant settings (JSON or null), knowledge version and number of enabled
+   * webhooks, its last `n` messages (oldest first) and the account's enabled workflows (oldest first);
    * undefined when not found.
    */
   async findForReply(db: Conn, accountId: string, id: string, n: number) {
     const row = (await findForReply(db, accountId, id, n)).rows[0];
     if (!row) return undefined;
-    const { recent, workflows, webhooks_enabled, ...conversation } = row;
+    const { recent, workflows, enabled_webhooks, ...conversation } = row;
     return {
       ...conversation,
-      // SQLite answers 0 or 1.
-      webhooks_enabled: Boolean(webhooks_enabled),
+      // PostgreSQL's count is a bigint, which its driver answers as a string.
+      enabled_webhooks: Number(enabled_webhooks ?? 0),
       knowledge_version: Number(row.knowledge_version ?? 0),
       recent: jsonRows<Recent>(recent).sort((a, b) => a.created_at - b.created_at || a.seq - b.seq || (a.id < b.id ? -1 : 1)),
       workflows: jsonRows<EnabledWorkflow>(workflows).sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)),

@@ -111,15 +111,16 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
   }
 
   /**
-   * Counts an exchange on `c`, inserts its messages and emits their events as one statement outside any
-   * transaction (events.emitAlone). False, with nothing written, when the row is no longer `asRead` or the account
-   * has an enabled webhook.
+   * Counts an exchange on `c`, inserts its messages and emits their events (with their deliveries) as one statement
+   * outside any transaction (events.emitAlone). False, with nothing written, when the row is no longer `asRead` or
+   * the account has more enabled webhooks than the `webhooks` read with it.
    */
-  async function recordExchangeAlone(c: ConversationRow, figures: ExchangeFigures, asRead: ExchangeExpectation, rows: MessagesTable[]) {
+  async function recordExchangeAlone(c: ConversationRow, webhooks: number, figures: ExchangeFigures, asRead: ExchangeExpectation, rows: MessagesTable[]) {
     const emitted = await events.emitAlone(
       db,
       c.account_id,
       messageEvents(c, rows),
+      webhooks,
       (q) => repo.exchange(q, c.account_id, c.id, figures, asRead),
       (q, onlyWith) => repo.insertMessages(q, rows, onlyWith),
     );
@@ -408,12 +409,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // escalate, or each miss the second unanswered question.
       const first = decide(c);
       const planned = settle(first, first.figures);
-      // An exchange that writes nothing after its messages (no workflow, escalation or contact address), on an
-      // account with no enabled webhook (deliveries would be a statement of their own, to commit with the events),
-      // is one statement on PostgreSQL: no transaction round trips. Not written when the row is no longer as read:
-      // the transaction below then decides again from the locked row.
-      const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && !c.webhooks_enabled && writesAlone(db);
-      if (alone && (await recordExchangeAlone(c, first.figures, asRead(first), planned.messages))) return answer(planned.messages);
+      // An exchange that writes nothing after its messages and their events' deliveries (no workflow, escalation or
+      // contact address) is one statement on PostgreSQL: no transaction round trips. Not written when the row is no
+      // longer as read, or a webhook was enabled since: the transaction below then decides again from the locked row.
+      const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && writesAlone(db);
+      if (alone && (await recordExchangeAlone(c, c.enabled_webhooks, first.figures, asRead(first), planned.messages))) return answer(planned.messages);
 
       return writeTransaction(db, async (trx) => {
         let d = first;

@@ -38,6 +38,15 @@ export interface EventFanout {
   subscribers(db: QueryCreator<DB>, accountId: string): SelectQueryBuilder<DB, 'webhooks', Subscriber>;
   /** Creates the deliveries of events just emitted together (in order) for those webhooks. */
   deliver(conn: Conn, accountId: string, events: readonly EmittedEvent[], subscribers: readonly Subscriber[]): Promise<void>;
+  /**
+   * PostgreSQL, as part of the statement that inserts the events: the insert of their deliveries, the rows `deliver`
+   * would write, made in SQL from the account's webhooks as that statement sees them. `emitted` names the statement's
+   * WITH query that inserted the events (returning `id`, `kind`, `payload`, `created_at`); `ids` must hold an id for
+   * every delivery it can write. Not run.
+   */
+  deliverWith(db: QueryCreator<DB>, accountId: string, emitted: string, ids: readonly string[]): InsertQueryBuilder<DB, 'deliveries', InsertResult>;
+  /** Once a statement with deliverWith has written deliveries (it commits by itself): the worker is told. */
+  delivered(): void;
 }
 
 /**
@@ -56,7 +65,7 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
       createdAt,
     }));
     const rows = emitted.map((e) => ({ id: e.id, account_id: accountId, kind: e.kind, payload: e.body, created_at: createdAt }));
-    return { emitted, rows };
+    return { emitted, rows, createdAt };
   }
   /**
    * Several events of one account at once, in order: one insert for the events and one fan-out for their
@@ -95,33 +104,54 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
     return emitted;
   }
   /**
-   * PostgreSQL, outside any transaction: `change` (an UPDATE of the row the events tell of), the insert `alongside`
-   * and the events, as one statement — atomic on its own, so without the BEGIN and COMMIT round trips of a
-   * transaction. Written only if the change matches a row and the account has no enabled webhook: deliveries
-   * take a statement of their own, and must commit with their events, which takes a transaction. `alongside` is
-   * given the name of the change's WITH query, and must write nothing unless it answers a row. Answers the events,
-   * or undefined when nothing was written (the caller then writes the change in a transaction).
+   * PostgreSQL, outside any transaction: `change` (an UPDATE of the row the events tell of), the insert `alongside`,
+   * the events and their webhook deliveries, as one statement — atomic on its own, so without the BEGIN and COMMIT
+   * round trips of a transaction. Written only if the change matches a row and the account has at most `webhooks`
+   * enabled webhooks (what the caller read): the deliveries' ids are made here, one per event and webhook, so one
+   * enabled since would lack one. `alongside` is given the name of the change's WITH query, and must write nothing
+   * unless it answers a row. Answers the events, or undefined when nothing was written (the caller then writes the
+   * change in a transaction).
    */
   async function emitAlone<U extends keyof DB, T extends keyof DB>(
     db: Kysely<DB>,
     accountId: string,
     items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>,
+    webhooks: number,
     change: (db: QueryCreator<DB>) => UpdateQueryBuilder<DB, U, U, unknown>,
     alongside: (db: QueryCreator<DB>, onlyWith: string) => InsertQueryBuilder<DB, T, InsertResult>,
   ): Promise<EmittedEvent[] | undefined> {
-    const { emitted, rows } = prepare(accountId, items);
+    const { emitted, rows, createdAt } = prepare(accountId, items);
     const f = fanout;
-    // The webhooks are read by the UPDATE's condition, in the statement's snapshot, as emitMany's read does: one
-    // enabled before that snapshot makes the statement write nothing, and the caller's transaction delivers to it.
+    const delivering = f !== undefined && webhooks > 0;
+    // The webhooks are counted by the UPDATE's condition, in the statement's snapshot, which the deliveries' insert
+    // reads too: more enabled since the caller's read make the statement write nothing, and the caller's
+    // transaction delivers to them all.
     const guarded = (q: QueryCreator<DB>) => {
       const u = change(q);
-      return (f ? u.where((eb) => eb.not(eb.exists(f.subscribers(q, accountId)))) : u).returning(sql<number>`1`.as('changed'));
+      const within = f
+        ? u.where((eb) => eb(eb.selectFrom(f.subscribers(q, accountId).as('s')).select((e) => e.fn.countAll().as('n')), '<=', webhooks))
+        : u;
+      return within.returning(sql<number>`1`.as('changed'));
     };
     const withChange = db.with('changed', guarded) as unknown as QueryCreator<DB>;
     const withAlongside = withChange.with('alongside', (q) => alongside(q, 'changed')) as unknown as QueryCreator<DB>;
-    const all = withAlongside.with('emitted', (q) => insertOnlyWith(q, 'events', rows, 'changed')) as unknown as QueryCreator<DB>;
-    const written = await all.selectNoFrom(sql<boolean>`exists (select 1 from changed)`.as('written')).executeTakeFirstOrThrow();
-    return written.written ? emitted : undefined;
+    const withEvents = withAlongside.with('emitted', (q) => {
+      const insert = insertOnlyWith(q, 'events', rows, 'changed');
+      return delivering ? insert.returning(['id', 'kind', 'payload', 'created_at']) : insert;
+    }) as unknown as QueryCreator<DB>;
+    let deliveries = sql<number>`0`;
+    let all = withEvents;
+    if (delivering) {
+      const ids = Array.from({ length: emitted.length * webhooks }, () => newId('dlv', createdAt));
+      all = withEvents.with('delivered', (q) => f.deliverWith(q, accountId, 'emitted', ids).returning(sql<number>`1`.as('one'))) as unknown as QueryCreator<DB>;
+      deliveries = sql<number>`(select count(*) from delivered)`;
+    }
+    const written = await all
+      .selectNoFrom([sql<boolean>`exists (select 1 from changed)`.as('written'), deliveries.as('deliveries')])
+      .executeTakeFirstOrThrow();
+    if (!written.written) return undefined;
+    if (Number(written.deliveries) > 0) f?.delivered();
+    return emitted;
   }
   return {
     setFanout(f: EventFanout) {

@@ -1,4 +1,4 @@
-import type { Kysely, QueryCreator, Transaction } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
 import { lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
@@ -50,6 +50,27 @@ export const deliveriesRepository = {
   /** The insert (not run: the fan-out may run it in a larger statement). */
   insertQuery(db: QueryCreator<DB>, rows: DeliveriesTable[]) {
     return db.insertInto('deliveries').values(rows);
+  },
+  /**
+   * PostgreSQL (not run): the pending deliveries of the events that `emitted`, a WITH query of the same statement,
+   * inserted (returning `id`, `kind`, `payload`, `created_at`), one per event and enabled webhook of the account
+   * subscribed to its kind, each with the webhook's URL and secret and the event's body, as the fan-out writes them.
+   * Each takes one of `ids`. Parameters are cast: in an INSERT ... SELECT PostgreSQL types a bare one text.
+   */
+  insertSubscribed(db: QueryCreator<DB>, accountId: string, emitted: string, ids: readonly string[], at: { now: number; delayMs: number }) {
+    const columns = [
+      'id', 'account_id', 'webhook_id', 'event_id', 'event', 'url', 'secret', 'body', 'status', 'attempt_count', 'auto_attempts',
+      'next_attempt_at', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at',
+    ] as const satisfies ReadonlyArray<keyof DeliveriesTable>;
+    return db
+      .insertInto('deliveries')
+      .columns(columns)
+      .expression(
+        sql`select (${ids}::text[])[row_number() over ()], w.account_id, w.id, e.id, e.kind, w.url, w.secret, e.payload, 'pending', 0, 0,
+          e.created_at + ${at.delayMs}::bigint, null, null, ${at.now}::bigint, ${at.now}::bigint
+          from ${sql.table(emitted)} e
+          join webhooks w on w.account_id = ${accountId}::text and w.enabled = 1 and w.events::jsonb @> jsonb_build_array(e.kind)`,
+      );
   },
   /**
    * Cancels the webhook's pending deliveries that no one is attempting. One whose attempt is under way (leased) is

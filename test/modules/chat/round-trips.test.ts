@@ -105,13 +105,93 @@ describe('a chat message on PostgreSQL, in statements', () => {
     assert.ok(!qs.some((q) => q.text.startsWith('with "changed"')));
   });
 
-  test('with an enabled webhook the exchange is written in a transaction, with its deliveries', async () => {
-    const r = await api.request('POST', '/v1/webhooks', { key: api.key, body: { url: 'http://127.0.0.1:9/h', events: ['conversation.message'], secret: 'whsec_rt' } });
+  const deliveriesOf = (eventIds: string[]) =>
+    ctx.db.selectFrom('deliveries').selectAll().where('event_id', 'in', eventIds.length ? eventIds : ['none']).orderBy('event_id').orderBy('webhook_id').execute();
+  const messageEventsOf = async (id: string) =>
+    (await ctx.db.selectFrom('events').selectAll().where('account_id', '=', api.accountId).where('kind', '=', 'conversation.message').execute()).filter(
+      (e) => (JSON.parse(e.payload) as { data: { conversationId: string } }).data.conversationId === id,
+    );
+  const createWebhook = async (events: string[], secret: string) => {
+    const r = await api.request('POST', '/v1/webhooks', { key: api.key, body: { url: `http://127.0.0.1:9/${secret}`, events, secret } });
     assert.equal(r.status, 201, r.text);
-    const id = await startConversation();
-    const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'hello there'));
-    assert.ok(!qs.some((q) => q.text.startsWith('with "changed"')));
-    const insert = qs.find((q) => q.text.startsWith('insert into "deliveries"'));
-    assert.ok(insert?.inTransaction, qs.map((q) => q.text).join('\n'));
+    return (r.body as { data: { id: string } }).data.id;
+  };
+  /** Statements of the exchange itself: the announcement that follows new deliveries is sent on its own. */
+  const exchangeStatements = (qs: Query[]) => qs.filter((q) => !q.text.startsWith('select pg_notify'));
+
+  test('with enabled webhooks the exchange is still one statement, and writes the deliveries the fan-out writes in a transaction', async () => {
+    const messages = await createWebhook(['conversation.message', 'conversation.started'], 'whsec_rt_messages');
+    const other = await createWebhook(['escalation'], 'whsec_rt_other');
+    const disabled = await createWebhook(['conversation.message'], 'whsec_rt_disabled');
+    assert.equal((await api.request('PUT', `/v1/webhooks/${disabled}`, { key: api.key, body: { enabled: false } })).status, 200);
+    let kicks = 0;
+    const kick = ctx.deliveries.kick;
+    ctx.deliveries.kick = () => void kicks++;
+    try {
+      const id = await startConversation();
+      await ctx.services.chat.send(api.accountId, id, 'hello there');
+      const before = kicks;
+      const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'how are you?'));
+      const exchange = exchangeStatements(qs);
+      assert.equal(exchange.length, 2, exchange.map((q) => q.text).join('\n'));
+      assert.ok(exchange[1]!.text.startsWith('with "changed" as (update "conversations"'), exchange[1]!.text);
+      assert.ok(exchange[1]!.text.includes('insert into "deliveries"'), exchange[1]!.text);
+      assert.ok(qs.every((q) => !q.inTransaction));
+      assert.equal(kicks, before + 1, 'the worker of this process is woken');
+      // The other processes' workers are told by a NOTIFY of its own, once the statement has run.
+      for (let i = 0; i < 100 && !seen.some((q) => q.text.startsWith('select pg_notify')); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(seen.some((q) => q.text.startsWith('select pg_notify')), 'new deliveries are announced');
+
+      // The greeting's event (written in the start's transaction) and the two exchanges' (each one statement).
+      const events = await messageEventsOf(id);
+      assert.equal(events.length, 5);
+      const rows = await deliveriesOf(events.map((e) => e.id));
+      // One per message event, to the one enabled webhook subscribed to conversation.message.
+      assert.equal(rows.length, 5);
+      const started = (await ctx.db.selectFrom('deliveries').selectAll().where('webhook_id', '=', messages).where('event', '=', 'conversation.started').execute()).at(-1)!;
+      const startedEvent = await ctx.db.selectFrom('events').selectAll().where('id', '=', started.event_id!).executeTakeFirstOrThrow();
+      const byEvent = new Map(events.map((e) => [e.id, e]));
+      for (const d of rows) {
+        const e = byEvent.get(d.event_id!)!;
+        assert.equal(d.webhook_id, messages);
+        assert.equal(d.account_id, api.accountId);
+        assert.equal(d.event, 'conversation.message');
+        assert.equal(d.url, 'http://127.0.0.1:9/whsec_rt_messages');
+        assert.equal(d.secret, 'whsec_rt_messages');
+        assert.equal(d.body, e.payload, 'the bytes the event was stored with');
+        assert.match(d.id, /^dlv_[0-9a-hjkmnp-tv-z]{26}$/);
+        // As the fan-out in a transaction writes them (the conversation.started delivery was written that way).
+        assert.equal(d.status, started.status);
+        assert.equal(Number(d.next_attempt_at) - Number(e.created_at), Number(started.next_attempt_at) - Number(startedEvent.created_at));
+        assert.deepEqual([d.attempt_count, d.auto_attempts, d.lease_owner, d.lease_expires_at], [0, 0, null, null]);
+        assert.ok(Number(d.created_at) >= Number(e.created_at));
+      }
+      assert.equal(new Set(rows.map((d) => d.id)).size, 5);
+      assert.ok(!rows.some((d) => d.webhook_id === other || d.webhook_id === disabled));
+    } finally {
+      ctx.deliveries.kick = kick;
+      for (const w of [messages, other, disabled]) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
+    }
+  });
+
+  test('a webhook enabled between the read and the write: the statement writes nothing, and the transaction delivers to it too', async () => {
+    const first = await createWebhook(['conversation.message'], 'whsec_rt_first');
+    let late: string | undefined;
+    try {
+      const id = await startConversation();
+      await ctx.services.chat.send(api.accountId, id, 'hello there');
+      beforeNext = { prefix: 'with "changed"', run: async () => void (late = await createWebhook(['conversation.message'], 'whsec_rt_late')) };
+      const qs = await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'how are you?'));
+      assert.ok(qs.some((q) => q.inTransaction && q.text.includes('for update')), 'decided again under lock');
+      const events = await messageEventsOf(id);
+      // The greeting's and both exchanges' events; the second's went to both webhooks, and nothing was written twice.
+      assert.equal(events.length, 5);
+      const second = events.filter((e) => [4, 5].includes((JSON.parse(e.payload) as { data: { position: number } }).data.position));
+      const rows = await deliveriesOf(second.map((e) => e.id));
+      assert.deepEqual(rows.map((d) => d.webhook_id).sort(), [first, first, late!, late!].sort());
+      assert.deepEqual((await stored(id)).map((m) => m.seq), [1, 2, 3, 4, 5]);
+    } finally {
+      for (const w of [first, late]) if (w) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
+    }
   });
 });
