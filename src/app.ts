@@ -223,7 +223,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     const schema = route.schema as { hide?: boolean; security?: unknown; description?: string } | undefined;
     if (!scope || !schema || schema.hide) return;
     schema.security = [{ bearer: [scope] }];
-    schema.description = `${schema.description ? `${schema.description}\n\n` : ''}Needs an API key with the \`${scope}\` scope.`;
+    // A GET's schema object is shared with the HEAD route Fastify adds for it, so this hook sees it twice.
+    const needs = `Needs an API key with the \`${scope}\` scope.`;
+    if (schema.description?.endsWith(needs)) return;
+    schema.description = `${schema.description ? `${schema.description}\n\n` : ''}${needs}`;
   });
   // After the hook above: a route given NoBody there takes no body at all, so it gets the optional-body hook too.
   registerOptionalBody(app);
