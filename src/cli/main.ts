@@ -37,6 +37,7 @@ Usage:
                                       (body from B, F, or stdin); prints ok or fail, exit 0 or 1
 
 Every command accepts --json (one JSON object on stdout, nothing else there).
+parley --version prints the version; parley --help this text.
 Configuration comes from the environment: see README.md.`;
 
 class UsageError extends Error {}
@@ -87,7 +88,7 @@ function checkUsage(positionals: string[], given: Record<string, unknown>) {
   if (words.length > (usage.args ?? 0)) throw new UsageError(`parley ${name} takes no argument ${JSON.stringify(words[usage.args ?? 0])}; see parley --help`);
   for (const option of Object.keys(given)) {
     // Not given: undefined, or false for a flag (the defaults parseArgs fills in).
-    if (option === 'json' || option === 'help' || given[option] === undefined || given[option] === false || usage.options.includes(option)) continue;
+    if (option === 'json' || option === 'help' || option === 'version' || given[option] === undefined || given[option] === false || usage.options.includes(option)) continue;
     throw new UsageError(`parley ${name} takes no --${option}; see parley --help`);
   }
 }
@@ -111,6 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     options: {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
       'no-worker': { type: 'boolean', default: false },
       force: { type: 'boolean', default: false },
       name: { type: 'string' },
@@ -134,6 +136,12 @@ export async function main(argv: string[]): Promise<number> {
   const [cmd, sub, arg] = positionals;
   if (values.help) {
     process.stdout.write(json ? `${JSON.stringify({ help: HELP })}\n` : `${HELP}\n`);
+    return 0;
+  }
+  if (values.version) {
+    // The package's own file: ../../package.json from both src/cli (development) and dist/cli (the build).
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    out({ version }, `parley ${version}`);
     return 0;
   }
   if (!cmd) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,6 +202,9 @@ export function cliSuite(dialect: DialectName) {
       assert.equal(acct.plan, 'enterprise');
       assert.equal(acct.rateLimitMinute, 5000);
       assert.equal(acct.rateLimitDay, 900000);
+      // Listed as created: with its own limits (they were left out of the list).
+      const listed = oneJson(await cli(['accounts', 'list', '--json'], c.env)).accounts.find((a: any) => a.id === acct.id);
+      assert.deepEqual(listed, acct);
       const cases = [
         [['--plan', 'enterprise'], /--rate-limit-minute is required for the enterprise plan/],
         [['--plan', 'enterprise', '--rate-limit-minute', '10'], /--rate-limit-day is required/],
@@ -621,6 +624,16 @@ export function cliConfigSuite() {
       assert.match(flag.stderr, /bogus/);
       assert.equal(help.code, 0);
       assert.match(help.stdout, /parley accounts create --name NAME --plan free\|pro\|business\|enterprise/);
+    });
+
+    test('--version (-v) prints the package version, alone or with --json', async () => {
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const [text, short, json] = await Promise.all([cli(['--version'], env), cli(['-v'], env), cli(['--version', '--json'], env)]);
+      for (const r of [text, short]) {
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout, `parley ${version}\n`);
+      }
+      assert.deepEqual(oneJson(json), { version });
     });
 
     test('stray words, options a command does not take, an option given twice and a missing command are refused (exit 2), not ignored', async () => {

@@ -114,7 +114,14 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
 
     async listAccounts() {
       const rows = await repo.list(db);
-      return rows.map((r) => ({ id: r.id, name: r.name, plan: r.plan, createdAt: toIso(r.created_at) }));
+      // As `accounts create` prints an account: an enterprise account's own limits with it.
+      return rows.map((r) => ({
+        id: r.id,
+        name: r.name,
+        plan: r.plan,
+        ...(r.plan === 'enterprise' ? { rateLimitMinute: r.rate_limit_minute, rateLimitDay: r.rate_limit_day } : {}),
+        createdAt: toIso(r.created_at),
+      }));
     },
 
     async createKey(input: { accountId: string; type?: string; scopes?: string[] }, conn: Kysely<DB> | Transaction<DB> = db) {
