@@ -14,34 +14,75 @@ const WINDOWS = { minute: 60, day: 86_400 } as const;
 const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** At most one "Redis is failing" warning per this period, however many requests fall back. */
 const FALLBACK_LOG_INTERVAL_MS = 60_000;
+/**
+ * After a Redis command fails, this node counts on its own for this long before one request asks Redis again,
+ * doubling while it keeps failing: a Redis that stalls (the connection open, nothing answering) would otherwise
+ * cost every request the command timeout (measured: 506–635 ms per request for as long as the stall lasted).
+ */
+export const REDIS_PAUSE_MS = { first: 1_000, max: 30_000 } as const;
 
 /**
  * Two fixed windows per account (minute and day). Counters live in memory, or in Redis when REDIS_URL is set
  * so that every API node draws on the same quota. If Redis fails or stops answering (a command gets
- * REDIS_COMMAND_TIMEOUT_MS), the request is counted in this node's memory instead of failing or waiting, and
- * the operator is told: limits are per node until Redis is back.
+ * REDIS_COMMAND_TIMEOUT_MS), the request is counted in this node's memory instead of failing, and so are the
+ * requests that follow, without asking Redis, until a pause (REDIS_PAUSE_MS) has passed and one request finds it
+ * answering again. The operator is told when it fails and when it is back: limits are per node meanwhile.
  */
-export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: string; log?: Logger }) {
+export function createRateLimiter(opts: {
+  redisUrl: string | null;
+  keyPrefix?: string;
+  log?: Logger;
+  /** The clock of the windows and of the pause after a Redis failure (tests). */
+  now?: () => number;
+  pauseMs?: { first: number; max: number };
+}) {
   const log = opts.log ?? silentLogger;
+  const clock = opts.now ?? Date.now;
+  const pauses = opts.pauseMs ?? REDIS_PAUSE_MS;
   const redis = opts.redisUrl
     ? new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: false })
     : null;
   let lastFallbackLog = -Infinity;
   let fallingBack = false;
   const fellBack = (err: unknown) => {
-    const now = Date.now();
+    const now = clock();
     fallingBack = true;
     if (now - lastFallbackLog < FALLBACK_LOG_INTERVAL_MS) return;
     lastFallbackLog = now;
     log.warn({ err: (err as Error)?.message ?? String(err) }, 'Redis unavailable for rate limits: each node counts on its own until it is back');
   };
-  redis?.on('error', (err) => fellBack(err)); // ioredis reconnects by itself
-  redis?.on('ready', () => {
+  /** While paused, requests do not ask Redis; once the pause is over, one request at a time does (`asking`). */
+  let pause = 0;
+  let pausedUntil = 0;
+  let asking = false;
+  const useRedis = () => {
+    if (pause === 0) return true;
+    if (asking || clock() < pausedUntil) return false;
+    asking = true;
+    return true;
+  };
+  const failed = (err: unknown) => {
+    asking = false;
+    const now = clock();
+    // Requests that were already waiting when Redis stalled fail together: the pause they started is not theirs to
+    // lengthen. Only the first failure, or the one request that asked after the pause, sets the next.
+    if (now >= pausedUntil) {
+      pause = pause === 0 ? pauses.first : Math.min(pause * 2, pauses.max);
+      pausedUntil = now + pause;
+    }
+    fellBack(err);
+  };
+  const answered = () => {
+    asking = false;
+    pause = 0;
     if (!fallingBack) return;
     fallingBack = false;
     lastFallbackLog = -Infinity;
     log.info({}, 'Redis is back: rate limits are shared again');
-  });
+  };
+  redis?.on('error', (err) => fellBack(err)); // ioredis reconnects by itself
+  // A new connection answers: no need to wait for the pause to end.
+  redis?.on('ready', answered);
   const limiters = new Map<string, RateLimiterAbstract>();
   const prefix = opts.keyPrefix ?? 'parley:rl';
 
@@ -84,7 +125,7 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
   // Expired counters are dropped now and then, so accounts that stopped calling do not stay in memory (with
   // Redis, these are the counters of the times it failed).
   const sweeper = setInterval(() => {
-    const now = Date.now();
+    const now = clock();
     for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
   }, 60_000).unref();
 
@@ -133,7 +174,7 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
 
   /** Both windows counted by this node alone (no Redis, or Redis failing). */
   function consumeHere(auth: AuthContext) {
-    const now = Date.now();
+    const now = clock();
     return outcome(
       auth,
       takeNow('minute', auth.limits.minute, auth.accountId, now),
@@ -149,16 +190,17 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
      * outcome itself) without Redis, a promise with it.
      */
     consume(auth: AuthContext): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (!redis) return consumeHere(auth);
+      if (!redis || !useRedis()) return consumeHere(auth);
       return (async () => {
         let m: Awaited<ReturnType<typeof take>>;
         try {
           m = await take('minute', auth.limits.minute, auth.accountId);
         } catch (err) {
           // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
-          fellBack(err);
+          failed(err);
           return consumeHere(auth);
         }
+        answered();
         const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
         return outcome(
           auth,
@@ -168,8 +210,8 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
               const d = await take('day', auth.limits.day, auth.accountId);
               return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
             } catch (err) {
-              fellBack(err);
-              return takeNow('day', auth.limits.day, auth.accountId, Date.now());
+              failed(err);
+              return takeNow('day', auth.limits.day, auth.accountId, clock());
             }
           },
           async () => {
@@ -177,11 +219,11 @@ export function createRateLimiter(opts: { redisUrl: string | null; keyPrefix?: s
               const d = await limiterFor('day', auth.limits.day).get(auth.accountId);
               return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= auth.limits.day } : null;
             } catch (err) {
-              fellBack(err);
-              return dayHere(auth, Date.now());
+              failed(err);
+              return dayHere(auth, clock());
             }
           },
-          Date.now(),
+          clock(),
         );
       })();
     },

@@ -40,6 +40,8 @@ export interface TestAppOptions {
   redisUrl?: string;
   keyPrefix?: string;
   log?: Logger;
+  /** The rate limiter's clock and its pause after a Redis failure. */
+  limiter?: { now?: () => number; pauseMs?: { first: number; max: number } };
 }
 
 export async function createTestApp(dialect: DialectName, opts: TestAppOptions = {}): Promise<TestApp> {
@@ -49,7 +51,12 @@ export async function createTestApp(dialect: DialectName, opts: TestAppOptions =
   const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });
   const clock = typeof opts.fakeClock === 'number' ? new FakeClock(opts.fakeClock) : opts.fakeClock ? new FakeClock(Date.now()) : systemClock;
   const ctx: AppContext = createContext(config, database, clock, opts.log);
-  const limiter = createRateLimiter({ redisUrl: opts.redisUrl ?? null, keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}`, ...(opts.log ? { log: opts.log } : {}) });
+  const limiter = createRateLimiter({
+    redisUrl: opts.redisUrl ?? null,
+    keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}`,
+    ...(opts.log ? { log: opts.log } : {}),
+    ...opts.limiter,
+  });
   const app = await buildApp(ctx, { limiter });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

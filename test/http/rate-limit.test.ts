@@ -235,6 +235,58 @@ describe('rate limits with Redis', () => {
     }
   });
 
+  test('after Redis stalls, the node stops asking it for a pause (no request waits for it), then one request finds it back', async () => {
+    const relay = await createFreezableRelay({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
+    const logged: string[] = [];
+    const log = { error() {}, warn: (_o: object, msg?: string) => void logged.push(`warn ${msg}`), info: (_o: object, msg?: string) => void logged.push(`info ${msg}`) };
+    let now = Date.now();
+    const node = await createTestApp('sqlite', {
+      redisUrl: `redis://127.0.0.1:${relay.port}`,
+      keyPrefix: `${keyPrefix}:stalled`,
+      log,
+      limiter: { now: () => now, pauseMs: { first: 10_000, max: 40_000 } },
+    });
+    try {
+      await node.limiter.ready();
+      const { key } = await node.account({ minute: 100, day: 1000 });
+      const get = () => node.request('GET', '/v1/documents', { key });
+      assert.equal((await get()).headers.get('x-ratelimit-remaining'), '99');
+      relay.freeze(true);
+      // The first request waits for the command timeout, then is counted here; the pause starts.
+      assert.equal((await get()).status, 200);
+      const asked = relay.held;
+      assert.ok(asked >= 1, 'it asked the stalled Redis');
+      assert.ok(logged.some((l) => /^warn Redis unavailable/.test(l)), JSON.stringify(logged));
+      // During the pause nothing is sent to Redis: these requests did not wait for it.
+      for (let i = 0; i < 5; i++) assert.equal((await get()).status, 200);
+      now += 9_000;
+      assert.equal((await get()).status, 200);
+      assert.equal(relay.held, asked, 'no command sent during the pause');
+      // The pause over, one request asks again; Redis still stalled, so the next pause is twice as long.
+      now += 2_000;
+      assert.equal((await get()).status, 200);
+      assert.equal(relay.held, asked + 1, 'one request asked after the pause');
+      now += 15_000;
+      assert.equal((await get()).status, 200);
+      assert.equal(relay.held, asked + 1, 'the second pause is longer (20 s)');
+      // Redis answers again: after the pause, one request finds it, and the counters are Redis's again.
+      relay.freeze(false);
+      now += 6_000;
+      const back = await get();
+      assert.equal(back.status, 200);
+      assert.ok(logged.some((l) => l === 'info Redis is back: rate limits are shared again'), JSON.stringify(logged));
+      // Redis's count, not this node's: here 9 requests were counted meanwhile (91 left); Redis got the first, the
+      // two held commands once they passed, and this one.
+      const remaining = Number(back.headers.get('x-ratelimit-remaining'));
+      assert.ok(remaining >= 95 && remaining <= 97, String(remaining));
+      assert.equal(Number((await get()).headers.get('x-ratelimit-remaining')), remaining - 1);
+    } finally {
+      relay.freeze(false);
+      await node.close();
+      await relay.close();
+    }
+  });
+
   test("Redis unreachable: requests are still served and limited by this node's counters", async () => {
     const down = await createTestApp('sqlite', { redisUrl: 'redis://127.0.0.1:1', keyPrefix: `${keyPrefix}:down` });
     try {
