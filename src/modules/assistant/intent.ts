@@ -109,6 +109,12 @@ const FILLER = new Set([
  */
 const NEGATED_BEFORE = /\b(?:do not|don't|dont|never|not|no need to)(?: (?:want|need|wish|ask) (?:you )?to)?(?: please)? $/;
 const GLOBAL_PATTERNS = PATTERNS.map((p) => new RegExp(p.source, 'g'));
+/**
+ * Whether any of PATTERNS matches anywhere: their alternation matches at a position exactly when one of them does.
+ * Most messages match none, and one scan answers that (under 2 µs on the eval questions) where matchAll over each
+ * pattern cost ~26 µs, twice per chat message (the chat and the answerer both ask).
+ */
+const ANY_PATTERN = new RegExp(PATTERNS.map((p) => `(?:${p.source})`).join('|'));
 
 /** True when the customer explicitly asks for a human, in any common phrasing (English and 20-odd other languages). */
 export function detectHandoff(text: string): boolean {
@@ -125,6 +131,7 @@ export function detectHandoff(text: string): boolean {
     const clauses = normalize(withoutEmails).split(/[,.;:!?()\n-]+/).map(clean).filter(Boolean);
     if (clauses.length > 1 && clauses.some((c) => REQUEST_MARKER.test(c) && shortRequest(c))) return true;
   }
+  if (!ANY_PATTERN.test(t)) return false;
   for (const p of GLOBAL_PATTERNS) {
     for (const m of t.matchAll(p)) if (!NEGATED_BEFORE.test(t.slice(0, m.index))) return true;
   }
