@@ -49,11 +49,12 @@ export interface DeliveryEngineOptions {
   sender: WebhookSender & { close?(): Promise<void> };
   /** Identifies this process in leases and attempt records. */
   ownerId?: string;
-  /** Attempts in flight at once, overall (default 64) and per webhook (default 16). */
+  /** Attempts in flight at once, overall (default 80), per webhook (default 16) and per account (default 64). */
   maxInFlight?: number;
-  /** Attempts sent but not yet recorded, at most (default 4 × maxInFlight); new sends wait past it. */
+  /** Attempts sent but not yet recorded, at most (default 256); new sends wait past it. */
   maxUnrecorded?: number;
   perWebhook?: number;
+  perAccount?: number;
   /** Idle poll period (default 50 ms); an in-process emit wakes the engine sooner. */
   pollIntervalMs?: number;
   /**
@@ -64,11 +65,35 @@ export interface DeliveryEngineOptions {
   log?: { error(obj: unknown, msg?: string): void };
 }
 
+/** A count per key (a webhook, an account); a copy of `from` when given. */
+function counts(from?: { entries(): Iterable<[string, number]> }) {
+  const m = new Map<string, number>(from?.entries());
+  return {
+    get: (key: string) => m.get(key) ?? 0,
+    add(key: string, n: number) {
+      const c = (m.get(key) ?? 0) + n;
+      if (c <= 0) m.delete(key);
+      else m.set(key, c);
+    },
+    entries: () => m.entries(),
+    /** The keys counted `n` or more. */
+    atLeast: (n: number) => [...m].filter(([, c]) => c >= n).map(([k]) => k),
+  };
+}
+
 export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const { db, dialect, clock, config, sender } = opts;
   const owner = opts.ownerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const maxInFlight = opts.maxInFlight ?? 64;
+  const maxInFlight = opts.maxInFlight ?? 80;
   const perWebhook = opts.perWebhook ?? 16;
+  /**
+   * An account's share of a worker, less than all of it: without it, an account whose receivers never answer (a
+   * few webhooks, a burst of events) held every slot for the whole timeout, and other accounts' deliveries waited
+   * minutes (a security audit: 0.3 s → 149 s for another account's escalation, eight hanging webhooks, 30 s
+   * timeout). One account keeps the 64 it could use before (a lower share cost a single account with 20 webhooks
+   * 15% of its throughput on PostgreSQL); the 16 beyond are the others'.
+   */
+  const perAccount = opts.perAccount ?? 64;
   const pollIntervalMs = opts.pollIntervalMs ?? 50;
   const timeoutMs = config.webhookTimeoutMs;
   const delays = config.webhookRetryDelaysMs;
@@ -77,7 +102,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    * batches' worth, so a flush of one batch overlaps the sends of the next (at one batch, PostgreSQL's throughput
    * fell to a third: sends waited on every flush).
    */
-  const maxUnrecorded = opts.maxUnrecorded ?? 4 * maxInFlight;
+  const maxUnrecorded = opts.maxUnrecorded ?? 256;
   /** Longer than one attempt can take, so a live holder never loses its lease mid-attempt. */
   const leaseMs = 2 * timeoutMs + 1_000;
 
@@ -85,13 +110,15 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   let wake: (() => void) | null = null;
   let backlog = false;
   const inFlight = new Set<Promise<void>>();
-  const perWebhookCount = new Map<string, number>();
+  /** Attempts in flight (and, while a pump runs, set aside to start) per webhook and per account. */
+  const perWebhookCount = counts();
+  const perAccountCount = counts();
   /** Claimed but waiting for a per-webhook slot; `stale` once they outlived the claim's tick. */
   const queued: Array<{ d: ClaimedDelivery; stale: boolean; claimedAt: number }> = [];
 
   // ------------------------------------------------------------------------------------------ claim
 
-  async function claim(limit: number, saturated: string[]): Promise<ClaimedDelivery[]> {
+  async function claim(limit: number, saturated: { webhooks: string[]; accounts: string[] }): Promise<ClaimedDelivery[]> {
     const now = clock.now();
     let due = db
       .selectFrom('deliveries as d')
@@ -103,7 +130,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where(sql<boolean>`w.enabled = 1`)
       .orderBy('d.next_attempt_at')
       .limit(pageLimit(limit));
-    if (saturated.length) due = due.where('d.webhook_id', 'not in', saturated);
+    if (saturated.webhooks.length) due = due.where('d.webhook_id', 'not in', saturated.webhooks);
+    if (saturated.accounts.length) due = due.where('d.account_id', 'not in', saturated.accounts);
     if (dialect === 'postgres') due = due.forUpdate(['d']).skipLocked();
     return db
       .updateTable('deliveries')
@@ -359,9 +387,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const recording = new Set<Promise<void>>();
 
   function release(d: ClaimedDelivery) {
-    const c = (perWebhookCount.get(d.webhook_id) ?? 1) - 1;
-    if (c <= 0) perWebhookCount.delete(d.webhook_id);
-    else perWebhookCount.set(d.webhook_id, c);
+    perWebhookCount.add(d.webhook_id, -1);
+    perAccountCount.add(d.account_id, -1);
   }
 
   /**
@@ -369,7 +396,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    * the record commits, keeps every other worker off this delivery.
    */
   function start(d: ClaimedDelivery, ready: Promise<boolean>) {
-    perWebhookCount.set(d.webhook_id, (perWebhookCount.get(d.webhook_id) ?? 0) + 1);
+    perWebhookCount.add(d.webhook_id, 1);
+    perAccountCount.add(d.account_id, 1);
     const p = (async () => {
       if (!(await ready)) return;
       const at = clock.now();
@@ -463,18 +491,22 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   function pump() {
     const stale: Array<{ d: ClaimedDelivery; claimedAt: number }> = [];
-    // Deliveries set aside for the lease check count towards their webhook's limit at once: counted only when
-    // they start (after the loop), a backlog of one webhook passed the check many times in one pass and put
-    // more than perWebhook of its requests in flight.
-    const setAside = new Map<string, number>();
-    const busy = (webhookId: string) => (perWebhookCount.get(webhookId) ?? 0) + (setAside.get(webhookId) ?? 0);
+    // Deliveries set aside for the lease check count towards their webhook's and account's limits at once:
+    // counted only when they start (after the loop), a backlog of one webhook passed the check many times in one
+    // pass and put more than perWebhook of its requests in flight.
+    const asideByWebhook = counts();
+    const asideByAccount = counts();
+    const free = (d: ClaimedDelivery) =>
+      perWebhookCount.get(d.webhook_id) + asideByWebhook.get(d.webhook_id) < perWebhook &&
+      perAccountCount.get(d.account_id) + asideByAccount.get(d.account_id) < perAccount;
     for (let i = 0; i < queued.length && inFlight.size + stale.length < maxInFlight && recording.size < maxUnrecorded; ) {
       const item = queued[i]!;
-      if (busy(item.d.webhook_id) < perWebhook) {
+      if (free(item.d)) {
         queued.splice(i, 1);
         if (item.stale) {
           stale.push(item);
-          setAside.set(item.d.webhook_id, (setAside.get(item.d.webhook_id) ?? 0) + 1);
+          asideByWebhook.add(item.d.webhook_id, 1);
+          asideByAccount.add(item.d.account_id, 1);
         } else start(item.d, Promise.resolve(true));
       } else i++;
     }
@@ -490,16 +522,26 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   async function run(signal?: AbortSignal) {
     if (closed || signal?.aborted) return;
-    const free = maxInFlight - inFlight.size - queued.length;
+    // Deliveries waiting here for their webhook's or account's share take no slot from the others: counted, one
+    // account's backlog claimed in one go (its events due first) left no room to claim anyone else's until its
+    // receivers answered or timed out. The wait is bounded: a full pipeline is claimed no more (below), and at most
+    // 4 × maxInFlight wait in all.
+    const waiting = queued.filter((q) => perWebhookCount.get(q.d.webhook_id) < perWebhook && perAccountCount.get(q.d.account_id) < perAccount).length;
+    const free = Math.min(maxInFlight - inFlight.size - waiting, 4 * maxInFlight - queued.length);
     // Attempts sent but not yet recorded are what a crash makes the next worker send again. Recording is slower
     // than sending in a burst, so without this bound that backlog grew without end (a crash audit on PostgreSQL
     // measured up to 12 s of unrecorded sends, over 2,000 deliveries sent twice): new sends wait for records.
     if (free <= 0 || recording.size >= maxUnrecorded) return;
-    // A webhook with a full pipeline (a slot's worth in flight and as many waiting here) gets no more for now,
-    // so one receiver's backlog cannot fill this worker while others wait.
-    const held = new Map(perWebhookCount);
-    for (const q of queued) held.set(q.d.webhook_id, (held.get(q.d.webhook_id) ?? 0) + 1);
-    const saturated = [...held].filter(([, c]) => c >= 2 * perWebhook).map(([id]) => id);
+    // A webhook or an account with a full pipeline (its share in flight and as many waiting here) gets no more for
+    // now, so one receiver's or one account's backlog cannot fill this worker while others wait.
+    const heldByWebhook = counts(perWebhookCount);
+    const heldByAccount = counts(perAccountCount);
+    for (const q of queued) {
+      heldByWebhook.add(q.d.webhook_id, 1);
+      heldByAccount.add(q.d.account_id, 1);
+    }
+    // An account's waiting line is kept to one webhook's share: a longer one would only hold leases.
+    const saturated = { webhooks: heldByWebhook.atLeast(2 * perWebhook), accounts: heldByAccount.atLeast(perAccount + perWebhook) };
     const limit = Math.min(free, 100);
     const claimedAt = clock.now();
     const got = await claim(limit, saturated);
@@ -507,7 +549,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       await releaseLease(owner, got.map((d) => d.id));
       return;
     }
-    backlog = got.length === limit || saturated.length > 0;
+    backlog = got.length === limit || saturated.webhooks.length > 0 || saturated.accounts.length > 0;
     for (const d of got) queued.push({ d, stale: false, claimedAt });
     pump();
   }

@@ -28,6 +28,54 @@ for (const dialect of DIALECTS) {
         ...(log ? { log } : {}),
       });
 
+    test("an account whose receivers never answer holds only its share of a worker: another account's delivery goes out meanwhile", async () => {
+      // Receivers that take requests and answer none until the end of the test (the 2 s timeout would free them).
+      const hanging: Array<() => void> = [];
+      const stuck = await startServer((_req, res) => void hanging.push(() => (res.writeHead(200), res.end())));
+      const fine = await startServer();
+      const other = await t.account();
+      const hooks: Array<[string, string]> = [];
+      const e = createDeliveryEngine({
+        db: t.ctx.db,
+        dialect,
+        clock: t.ctx.clock,
+        config: t.ctx.config,
+        sender: createUndiciSender({ allowPrivate: true }),
+        maxInFlight: 4,
+        perWebhook: 2,
+        perAccount: 2,
+      });
+      try {
+        for (const n of [1, 2]) {
+          const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${stuck.url}/h${n}`, events: ['rundown.generated'], secret: SECRET } });
+          assert.equal(r.status, 201, r.text);
+          hooks.push([t.key, r.body.data.id]);
+        }
+        const r = await t.request('POST', '/v1/webhooks', { key: other.key, body: { url: `${fine.url}/other`, events: ['rundown.generated'], secret: SECRET } });
+        assert.equal(r.status, 201, r.text);
+        hooks.push([other.key, r.body.data.id]);
+        // The first account's deliveries (two webhooks, three events: six) are due first, so the first claim takes
+        // as many of them as the worker has room for.
+        for (const n of [1, 2, 3]) await emit(t, t.accountId, 'rundown.generated', { n });
+        await emit(t, other.accountId, 'rundown.generated', { n: 'other' });
+        for (let i = 0; i < 100 && fine.received.length === 0; i++) {
+          await e.run();
+          await sleep(20);
+        }
+        assert.equal(fine.received.length, 1, "the other account's delivery was sent");
+        // Before any of the first account's requests was answered or timed out: it held its share (2) of the 4 slots.
+        assert.equal(hanging.length, 2);
+        assert.equal(stuck.received.length, 2);
+      } finally {
+        for (const answer of hanging) answer();
+        await e.close();
+        // The deliveries left pending would be the next tests' work: deleting the webhooks cancels them.
+        for (const [key, id] of hooks) await t.request('DELETE', `/v1/webhooks/${id}`, { key });
+        await stuck.close();
+        await fine.close();
+      }
+    });
+
     test('a pending delivery whose webhook was deleted or disabled under it is cancelled by the sweep, never left pending', async () => {
       const srv = await startServer();
       try {
