@@ -177,6 +177,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     // parameter itself, outside the envelope and without x-request-id.
     frameworkErrors: (err, req, reply) => {
       reply.header('x-request-id', req.id);
+      reply.header('x-content-type-options', 'nosniff');
       addChatCors(req, reply as FastifyReply);
       const message =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : BAD_URL_MESSAGE;
@@ -260,6 +261,9 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   // Callback hooks rather than async ones: no promise and microtask hop on every request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    // Every answer is JSON (or a dashboard file of its declared type); a 404 echoes the path it was asked for, so
+    // a browser must not guess another type for it.
+    reply.header('x-content-type-options', 'nosniff');
     done();
   });
   app.setErrorHandler((err: FastifyError, req, reply) => {

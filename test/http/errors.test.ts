@@ -16,6 +16,7 @@ function assertFailure(r: { status: number; text: string; body: any; headers: He
   if (message) assert.match(r.body.error.message, message);
   assert.doesNotMatch(r.text, LEAK);
   assert.match(r.headers.get('x-request-id') ?? '', /\S/);
+  assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
 }
 
 for (const dialect of DIALECTS) {
@@ -167,7 +168,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.request('GET', '/v1/documents', { key: k })).status, 200);
     });
 
-    test('every response carries x-request-id; a sane incoming one is echoed, a hostile one replaced', async () => {
+    test('every response carries x-request-id and nosniff; a sane incoming request id is echoed, a hostile one replaced', async () => {
       const responses: TestResponse[] = [
         await t.request('GET', '/v1/documents', { key: t.key }),
         await t.request('POST', '/v1/documents', { key: t.key, body: { title: 't', content: 'c' } }),
@@ -178,6 +179,8 @@ for (const dialect of DIALECTS) {
         await t.request('GET', '/v1/health'),
         await t.request('GET', '/v1/openapi.json'),
       ];
+      // And no browser guesses another type than the JSON declared (a 404 echoes the path asked for).
+      for (const r of responses) assert.equal(r.headers.get('x-content-type-options'), 'nosniff', r.text);
       const ids = responses.map((r) => r.headers.get('x-request-id'));
       for (const id of ids) assert.match(id ?? '', /^req_[0-9a-f-]{36}$/);
       assert.equal(new Set(ids).size, ids.length, 'ids are unique');

@@ -177,9 +177,10 @@ function isLocalhostName(hostname: string): boolean {
 export type UrlValidation = { ok: true; url: URL } | { ok: false; reason: string };
 
 /**
- * The WHATWG URL parser silently drops tabs and newlines anywhere and trims C0 controls and spaces at both
- * ends, so such a URL would be stored and shown as sent but called as something else. Registration refuses
- * them (a reason, as validateWebhookUrl gives); delivery keeps calling what URL makes of a URL stored before.
+ * The WHATWG URL parser silently drops tabs and newlines anywhere, trims C0 controls and spaces at both ends and
+ * reads a backslash as a slash, so such a URL would be stored and shown as sent but called as something else.
+ * Registration refuses them (a reason, as validateWebhookUrl gives); delivery keeps calling what URL makes of a URL
+ * stored before.
  */
 export function urlTextProblem(url: string): string | null {
   for (let i = 0; i < url.length; i++) {
@@ -187,6 +188,9 @@ export function urlTextProblem(url: string): string | null {
     if (c < 0x20 || c === 0x7f) return 'url must not contain control characters (tab, newline, U+0000 to U+001F, U+007F)';
   }
   if (/^ | $/.test(url)) return 'url must not start or end with a space';
+  // The parser reads a backslash as "/": "http://a.example\\@b.example/" would be shown with one host and called
+  // at another path of the first.
+  if (url.includes('\\')) return 'url must not contain a backslash (write "/" or %5C)';
   return null;
 }
 
@@ -208,6 +212,7 @@ export function validateWebhookUrl(url: string, opts: { allowPrivate: boolean })
     return { ok: false, reason: 'url must not contain credentials' };
   }
   if (parsed.hostname === '') return { ok: false, reason: 'url must have a host' };
+  if (parsed.port === '0') return { ok: false, reason: 'url port must be between 1 and 65535' };
   if (!opts.allowPrivate) {
     const host = bareHost(parsed.hostname);
     if (net.isIP(host) !== 0) {
@@ -256,7 +261,8 @@ export async function assertPublicHost(
   }
   if (addrs.length === 0) throw new SsrfError('DNS_FAILURE', `could not resolve ${host}`);
   const bad = addrs.find((a) => isPrivateAddress(a.address));
-  if (bad) throw new SsrfError('SSRF_BLOCKED', `${host} resolves to private address ${bad.address}`);
+  // The address is not named: a tenant could otherwise map the operator's internal names to addresses.
+  if (bad) throw new SsrfError('SSRF_BLOCKED', `${host} resolves to a private address`);
   return addrs.map((a) => a.address);
 }
 
@@ -295,7 +301,7 @@ export function createGuardedLookup(opts: { allowPrivate: boolean; lookup?: Call
         const bad = list.find((a) => isPrivateAddress(a.address));
         if (bad) {
           const e: NodeJS.ErrnoException = new Error(
-            `refused to connect to ${hostname}: resolves to private address ${bad.address}`,
+            `refused to connect to ${hostname}: it resolves to a private address`,
           );
           e.code = 'ESSRF';
           return callback(e, '');

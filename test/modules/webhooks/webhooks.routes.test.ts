@@ -86,7 +86,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(g.body.data.events, ['conversation.ended']);
     });
 
-    test('a blank secret and URLs with control characters or edge spaces are refused (create and update)', async () => {
+    test('a blank secret and URLs with control characters, edge spaces, a backslash or port 0 are refused (create and update)', async () => {
       const c = await t.request('POST', '/v1/webhooks', { key: t.key, body });
       assert.equal(c.status, 201, c.text);
       const id = c.body.data.id;
@@ -101,6 +101,10 @@ for (const dialect of DIALECTS) {
         [{ url: '\u0001https://example.com/' }, /^body\.url must not contain control characters/],
         [{ url: ' https://example.com/' }, /^body\.url must not start or end with a space$/],
         [{ url: 'https://example.com/ ' }, /^body\.url must not start or end with a space$/],
+        // Called as http://93.184.216.34/@127.0.0.1/ while shown with 127.0.0.1 in it (found by a security audit).
+        [{ url: 'http://93.184.216.34\\@127.0.0.1/' }, /^body\.url must not contain a backslash/],
+        [{ url: 'https://example.com\\hooks' }, /^body\.url must not contain a backslash/],
+        [{ url: 'https://example.com:0/hooks' }, /^body\.url port must be between 1 and 65535$/],
       ];
       for (const [patch, re] of cases) {
         const created = await t.request('POST', '/v1/webhooks', { key: t.key, body: { ...body, ...patch } });
