@@ -9,20 +9,23 @@ import type { DB } from './schema.js';
 const LONE_SURROGATE = /\p{Cs}/gu;
 const asTextParameter = (_key: string, v: unknown) => (typeof v === 'string' ? v.replace(LONE_SURROGATE, '\uFFFD') : v);
 
+/** `rows` as insertOnlyWith writes them: the columns some row names, and the rows as its JSON parameter. */
+export function onlyWithRows<T extends keyof DB & string>(rows: ReadonlyArray<Insertable<DB[T]>>) {
+  // A row without one of the columns gets null there (not the column's default).
+  return { columns: [...new Set(rows.flatMap((r) => Object.keys(r)))], json: JSON.stringify(rows, asTextParameter) };
+}
+
 /**
- * PostgreSQL: an insert of `rows` into `table` that writes them only if `cte`, a WITH query of the same statement
- * (an UPDATE ... RETURNING), answers a row, so the insert happens with that change or not at all. The rows travel
- * as one JSON parameter read with the table's own row type: in an INSERT ... SELECT of several rows of bound
- * parameters PostgreSQL types them text, which a bigint column refuses.
+ * PostgreSQL: an insert into `table` of the rows `json` holds (onlyWithRows), naming `columns`, that writes them only
+ * if `cte`, a WITH query of the same statement (an UPDATE ... RETURNING), answers a row, so the insert happens with
+ * that change or not at all. The rows travel as one JSON parameter read with the table's own row type: in an
+ * INSERT ... SELECT of several rows of bound parameters PostgreSQL types them text, which a bigint column refuses.
+ * `json` is only a bound value, so a precompiled statement can take it as an argument.
  */
-export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, rows: ReadonlyArray<Insertable<DB[T]>>, cte: string) {
-  // Every column some row names; a row without one of them gets null there (not the column's default).
-  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, columns: readonly string[], json: string, cte: string) {
   const list = sql.join(columns.map((c) => sql.ref(c)));
   return db
     .insertInto(table)
     .columns(columns as never)
-    .expression(
-      sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows, asTextParameter)}::jsonb) where exists (select 1 from ${sql.table(cte)})`,
-    );
+    .expression(sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${json}::jsonb) where exists (select 1 from ${sql.table(cte)})`);
 }

@@ -16,14 +16,22 @@ import type { DB } from './schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
-/** Stands in for a parameter while the query is built once; every occurrence must end up as a bound value. */
+/**
+ * Stands in for a parameter while the query is built once; every occurrence must end up as a bound value. `path`
+ * leads to its value in the arguments of a call (an index, then field names within records).
+ */
 class Slot {
-  constructor(readonly index: number) {}
+  constructor(readonly path: ReadonlyArray<string | number>) {}
+  read(args: unknown): unknown {
+    let v = args;
+    for (const k of this.path) v = (v as Record<string | number, unknown>)[k];
+    return v;
+  }
 }
 
 interface Template<O> {
   compiled: CompiledQuery<O>;
-  /** Per bound parameter: the argument index it comes from, or a constant fixed at build time. */
+  /** Per bound parameter: the slot it comes from, or a constant fixed at build time. */
   params: Array<Slot | { constant: unknown }>;
   sqlite: boolean;
 }
@@ -47,19 +55,21 @@ export function registerDirectReads(db: Kysely<DB>, read: DirectRead) {
   directReads.set(db, read);
 }
 
-/** Compiles `build` once per dialect (keyed by the dialect's adapter: a Kysely instance and its transactions share it). */
-function templates<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>, check: (compiled: CompiledQuery<O>) => void = () => {}) {
+/**
+ * Compiles `build` once per dialect (keyed by the dialect's adapter: a Kysely instance and its transactions share
+ * it), given `slots` in place of its arguments.
+ */
+function templates<O>(slots: readonly Slot[], build: (db: Kysely<DB>) => Compilable<O>, check: (compiled: CompiledQuery<O>) => void = () => {}) {
   const byAdapter = new WeakMap<object, Template<O>>();
   return function template(db: Conn): Template<O> {
     const adapter = db.getExecutor().adapter;
     let t = byAdapter.get(adapter);
     if (t) return t;
-    const slots = Array.from({ length: build.length - 1 }, (_, i) => new Slot(i));
-    const compiled = build(db as Kysely<DB>, ...(slots as unknown as A)).compile();
-    const seen = new Set<number>();
+    const compiled = build(db as Kysely<DB>).compile();
+    const seen = new Set<Slot>();
     const params = compiled.parameters.map((p) => {
       if (p instanceof Slot) {
-        seen.add(p.index);
+        seen.add(p);
         return p;
       }
       return { constant: p };
@@ -74,7 +84,10 @@ function templates<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) =
   };
 }
 
-const bind = (t: Template<unknown>, args: unknown[]) => t.params.map((p) => (p instanceof Slot ? args[p.index] : p.constant));
+const bind = (t: Template<unknown>, args: unknown) => t.params.map((p) => (p instanceof Slot ? p.read(args) : p.constant));
+
+/** A slot per argument of `build` (its parameters after the database). */
+const positional = (build: { length: number }) => Array.from({ length: build.length - 1 }, (_, i) => new Slot([i]));
 
 /**
  * A query built and compiled once per dialect, then executed with fresh parameter values: on the hot routes
@@ -87,8 +100,57 @@ const bind = (t: Template<unknown>, args: unknown[]) => t.params.map((p) => (p i
  * precompiled query per shape. A misuse is refused the first time the query is compiled.
  */
 export function precompile<A extends unknown[], O>(build: (db: Kysely<DB>, ...args: A) => Compilable<O>) {
-  const template = templates(build);
+  const slots = positional(build);
+  const template = templates(slots, (db) => build(db, ...(slots as unknown as A)));
   return async function execute(db: Conn, ...args: A): Promise<QueryResult<O>> {
+    const t = template(db);
+    return db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) });
+  };
+}
+
+/** Plain objects are records of arguments; anything else (an array too) is one bound value. */
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+
+/** `args` with a slot in place of each bound value (records walked), and the slots. */
+function slotsOf<A extends Record<string, unknown>>(args: A) {
+  const slots: Slot[] = [];
+  const walk = (v: Record<string, unknown>, path: string[]): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(v).map(([k, x]) => {
+        if (isRecord(x)) return [k, walk(x, [...path, k])];
+        const slot = new Slot([...path, k]);
+        slots.push(slot);
+        return [k, slot];
+      }),
+    );
+  return { stand: walk(args, []) as A, slots };
+}
+
+/**
+ * Past this many shapes a key is taken to hold a value rather than name a shape (each would compile, and stay,
+ * for as long as the process runs).
+ */
+const MAX_SHAPES = 64;
+
+/**
+ * precompile for a query whose shape varies with a few choices (a condition `is null` or `= $n`, an optional part
+ * of the statement): one template per shape, compiled the first time that shape is executed. `shape` holds the
+ * choices, and `key(shape)` must name every one `build` makes from it: two calls with the same key run the same
+ * SQL, built from the first call's shape. `args` is a record of the bound values (records within it walked, so
+ * a row can be passed whole); as with precompile, `build` must use every one of them, and only as a bound value.
+ * Which fields `args` has may depend on the shape (a value bound only in some shapes), never on anything else.
+ */
+export function precompileShapes<S, A extends Record<string, unknown>, O>(key: (shape: S) => string, build: (db: Kysely<DB>, shape: S, args: A) => Compilable<O>) {
+  const byKey = new Map<string, (db: Conn) => Template<O>>();
+  return async function execute(db: Conn, shape: S, args: A): Promise<QueryResult<O>> {
+    const k = key(shape);
+    let template = byKey.get(k);
+    if (!template) {
+      if (byKey.size >= MAX_SHAPES) throw new Error(`precompileShapes: more than ${MAX_SHAPES} shapes; a key must name the query's shape, not a value (${k})`);
+      const { stand, slots } = slotsOf(args);
+      byKey.set(k, (template = templates(slots, (db) => build(db, shape, stand))));
+    }
     const t = template(db);
     return db.executeQuery<O>({ ...t.compiled, parameters: bind(t, args) });
   };
@@ -121,7 +183,8 @@ export function precompileRows<const C extends readonly string[], A extends unkn
   columns: C,
   build: (db: Kysely<DB>, ...args: A) => Compilable<O>,
 ) {
-  const template = templates(build, (compiled) => {
+  const slots = positional(build);
+  const template = templates(slots, (db) => build(db, ...(slots as unknown as A)), (compiled) => {
     const names = selectedNames(compiled.query);
     if (!names || names.join('\0') !== columns.join('\0')) {
       throw new Error(`precompileRows: the select list must be exactly ${columns.join(', ')} (${compiled.sql})`);

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { Kysely, sql, SqliteDialect } from 'kysely';
 import { migrateToLatest } from '../../src/db/database.js';
-import { precompile, precompileRows, ROWS_AS_ARRAYS } from '../../src/db/precompiled.js';
-import type { DB } from '../../src/db/schema.js';
+import { precompile, precompileRows, precompileShapes, ROWS_AS_ARRAYS } from '../../src/db/precompiled.js';
+import type { AccountsTable, DB } from '../../src/db/schema.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/db.js';
 
 const insertAccount = precompile((db, id: string, name: string, createdAt: number) =>
@@ -90,6 +90,44 @@ for (const dialect of DIALECTS) {
       await assert.rejects(branching(t.db, 'x'), /every argument must be a bound value/);
       const unused = precompile((db, _id: string) => db.selectFrom('accounts').select('id'));
       await assert.rejects(unused(t.db, 'x'), /every argument must be a bound value/);
+    });
+
+    test('shapes: one statement per key, each call with its own values (records walked)', async () => {
+      const compiledKeys: string[] = [];
+      const byPlan = precompileShapes(
+        (s: { plan: AccountsTable['plan'] | null }) => (s.plan === null ? 'no plan' : 'plan'),
+        (db, s, a: { range: { from: number; to: number }; plan?: AccountsTable['plan'] }) => {
+          compiledKeys.push(s.plan === null ? 'no plan' : 'plan');
+          const q = db.selectFrom('accounts').select('id').where('created_at', '>=', a.range.from).where('created_at', '<=', a.range.to).orderBy('id');
+          return a.plan === undefined ? q.where('rate_limit_day', 'is', null) : q.where('plan', '=', a.plan);
+        },
+      );
+      const ids = async (plan: AccountsTable['plan'] | null, from: number, to: number) =>
+        (await byPlan(t.db, { plan }, { range: { from, to }, ...(plan === null ? {} : { plan }) })).rows.map((r) => r.id);
+      assert.deepEqual(await ids('pro', 1_000, 1_002), ['acct_p0', 'acct_p1', 'acct_p2']);
+      assert.deepEqual(await ids(null, 1_003, 1_004), ['acct_p3', 'acct_p4']);
+      assert.deepEqual(await ids('enterprise', 1_000, 1_006), []);
+      assert.deepEqual(await ids('pro', 1_005, 6_000), ['acct_p5', 'acct_p6', 'other_1']);
+      assert.deepEqual(await ids(null, 0, 999), []);
+      assert.deepEqual(compiledKeys, ['plan', 'no plan'], 'each shape compiled once');
+    });
+
+    test('shapes: an argument a shape does not bind is refused, and so is a key made of values', async () => {
+      const unbound = precompileShapes(
+        (s: { byName: boolean }) => String(s.byName),
+        (db, s, a: { id: string; name: string }) => {
+          const q = db.selectFrom('accounts').select('id').where('id', '=', a.id);
+          return s.byName ? q.where('name', '=', a.name) : q;
+        },
+      );
+      assert.equal((await unbound(t.db, { byName: true }, { id: 'acct_p1', name: 'name 1' })).rows.length, 1);
+      await assert.rejects(unbound(t.db, { byName: false }, { id: 'acct_p1', name: 'name 1' }), /every argument must be a bound value/);
+      const byValue = precompileShapes(
+        (id: string) => id,
+        (db, _id, a: { id: string }) => db.selectFrom('accounts').select('id').where('id', '=', a.id),
+      );
+      for (let i = 0; i < 64; i++) await byValue(t.db, `acct_${i}`, { id: `acct_${i}` });
+      await assert.rejects(byValue(t.db, 'acct_64', { id: 'acct_64' }), /more than 64 shapes/);
     });
 
     test('rows as tuples: the builder’s rows in the order of the columns, each call with its own parameters', async () => {

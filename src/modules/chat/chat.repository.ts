@@ -2,10 +2,11 @@ import { SqliteAdapter, type Kysely, type QueryCreator, type Selectable, type Se
 import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { lockingRead } from '../../db/locks.js';
-import { insertOnlyWith } from '../../db/only-with.js';
+import { insertOnlyWith, onlyWithRows } from '../../db/only-with.js';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile } from '../../db/precompiled.js';
 import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
+import type { AloneChange } from '../webhooks/events.js';
 import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -132,12 +133,9 @@ export const chatRepository = {
   insertConversation(db: Conn, row: Selectable<ConversationsTable>) {
     return db.insertInto('conversations').values(row).execute();
   },
-  /**
-   * The insert itself (not run): the caller writes it with the messages' events. With `onlyWith` (PostgreSQL), the
-   * name of a WITH query of the same statement: the rows are written only if it answers a row.
-   */
-  insertMessages(db: QueryCreator<DB>, rows: MessagesTable[], onlyWith?: string) {
-    return onlyWith === undefined ? db.insertInto('messages').values(rows) : insertOnlyWith(db, 'messages', rows, onlyWith);
+  /** The insert itself (not run): the caller writes it with the messages' events. */
+  insertMessages(db: QueryCreator<DB>, rows: MessagesTable[]) {
+    return db.insertInto('messages').values(rows);
   },
   /** Every message of a conversation, in conversation order. */
   messages(db: Conn, accountId: string, conversationId: string) {
@@ -175,9 +173,26 @@ export const chatRepository = {
   recordExchange(db: Conn, accountId: string, id: string, figures: ExchangeFigures, expect?: ExchangeExpectation) {
     return chatRepository.exchange(db, accountId, id, figures, expect).returningAll().executeTakeFirst();
   },
-  /** recordExchange's UPDATE, not run: on PostgreSQL it can be written in one statement with the messages. */
+  /** recordExchange's UPDATE, not run. */
   exchange(db: QueryCreator<DB>, accountId: string, id: string, figures: ExchangeFigures, expect?: ExchangeExpectation) {
     return openUpdate(db, accountId, id, figures, expect ? { expect: { ...expect, lastAt: figures.last_message_at } } : {});
+  },
+  /**
+   * PostgreSQL: recordExchange's UPDATE (`expect` required) and the insert of the exchange's messages, as the parts
+   * of the one statement events.emitAlone writes them in with their events. That statement is compiled once per
+   * shape: escalated or not and a contact address or none choose the UPDATE's conditions (`is not null`, `is null`,
+   * `= $n`), the messages' columns the insert's.
+   */
+  exchangeAlone(accountId: string, id: string, figures: ExchangeFigures, expect: ExchangeExpectation, rows: MessagesTable[]) {
+    const { escalated, customerEmail, messageCount } = expect;
+    const messages = onlyWithRows<'messages'>(rows);
+    const args = { accountId, id, figures, messageCount, messages: messages.json, ...(customerEmail === null ? {} : { customerEmail }) };
+    return {
+      shape: `${escalated ? 'escalated' : 'not escalated'}, ${customerEmail === null ? 'no email' : 'email'}, messages ${messages.columns.join(' ')}`,
+      args,
+      change: (q, a) => chatRepository.exchange(q, a.accountId, a.id, a.figures, { messageCount: a.messageCount, escalated, customerEmail: a.customerEmail ?? null }),
+      alongside: (q, onlyWith, a) => insertOnlyWith(q, 'messages', messages.columns, a.messages, onlyWith),
+    } satisfies AloneChange<typeof args, 'conversations', 'messages'>;
   },
   /**
    * Escalates a conversation that is open and not escalated yet. Both conditions are in the UPDATE, so of

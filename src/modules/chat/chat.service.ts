@@ -116,14 +116,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
    * the account has more enabled webhooks than the `webhooks` read with it.
    */
   async function recordExchangeAlone(c: ConversationRow, webhooks: number, figures: ExchangeFigures, asRead: ExchangeExpectation, rows: MessagesTable[]) {
-    const emitted = await events.emitAlone(
-      db,
-      c.account_id,
-      messageEvents(c, rows),
-      webhooks,
-      (q) => repo.exchange(q, c.account_id, c.id, figures, asRead),
-      (q, onlyWith) => repo.insertMessages(q, rows, onlyWith),
-    );
+    const emitted = await events.emitAlone(db, c.account_id, messageEvents(c, rows), webhooks, repo.exchangeAlone(c.account_id, c.id, figures, asRead, rows));
     return emitted !== undefined;
   }
 

@@ -1,5 +1,6 @@
 import { PostgresAdapter, sql, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder } from 'kysely';
-import { insertOnlyWith } from '../../db/only-with.js';
+import { insertOnlyWith, onlyWithRows } from '../../db/only-with.js';
+import { precompileShapes } from '../../db/precompiled.js';
 import type { DB, WebhooksTable } from '../../db/schema.js';
 import { toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -42,11 +43,71 @@ export interface EventFanout {
    * PostgreSQL, as part of the statement that inserts the events: the insert of their deliveries, the rows `deliver`
    * would write, made in SQL from the account's webhooks as that statement sees them. `emitted` names the statement's
    * WITH query that inserted the events (returning `id`, `kind`, `payload`, `created_at`); `ids` must hold an id for
-   * every delivery it can write. Not run.
+   * every delivery it can write; `now` is when they are created. Not run: the statement is precompiled, so
+   * `accountId`, `ids` and `now` must be used only as bound values.
    */
-  deliverWith(db: QueryCreator<DB>, accountId: string, emitted: string, ids: readonly string[]): InsertQueryBuilder<DB, 'deliveries', InsertResult>;
+  deliverWith(db: QueryCreator<DB>, accountId: string, emitted: string, ids: readonly string[], now: number): InsertQueryBuilder<DB, 'deliveries', InsertResult>;
   /** Once a statement with deliverWith has written deliveries (it commits by itself): the worker is told. */
   delivered(): void;
+}
+
+/**
+ * The change emitAlone writes with the events, and the insert that goes with it, as parts of a statement compiled
+ * once per shape (db/precompiled.ts precompileShapes): each is built from `args`, which it may use only as bound
+ * values, and `shape` must name every other choice the two make.
+ */
+export interface AloneChange<A extends Record<string, unknown>, U extends keyof DB, T extends keyof DB> {
+  shape: string;
+  args: A;
+  /** An UPDATE of the row the events tell of. */
+  change(db: QueryCreator<DB>, args: A): UpdateQueryBuilder<DB, U, U, unknown>;
+  /** Given the name of the change's WITH query: must write nothing unless it answers a row. */
+  alongside(db: QueryCreator<DB>, onlyWith: string, args: A): InsertQueryBuilder<DB, T, InsertResult>;
+}
+type AnyAloneChange = AloneChange<Record<string, unknown>, keyof DB, keyof DB>;
+
+/** The columns of an event's row, in the order of its JSON (prepare). */
+const EVENT_COLUMNS = ['id', 'account_id', 'kind', 'payload', 'created_at'] as const;
+
+/**
+ * emitAlone's statement, compiled once per shape of the change and whether it writes deliveries: a chat message's
+ * whole write on PostgreSQL, whose building (Kysely's node trees, freezing and compiling some fifty nodes) cost
+ * more service CPU than anything else of the message's but the socket writes. `f`'s deliveries are first due a
+ * fixed delay after their event, bound as it was when compiled: a fan-out set since makes a new one (setFanout).
+ */
+function aloneStatement(f: EventFanout | undefined) {
+  return precompileShapes(
+    (s: { part: AnyAloneChange; delivering: boolean }) => `${s.delivering ? 'deliveries' : 'no deliveries'} ${s.part.shape}`,
+    (
+      db,
+      { part, delivering },
+      a: { part: Record<string, unknown>; events: string; accountId?: string; webhooks?: number; ids?: string[]; now?: number },
+    ) => {
+      // The webhooks are counted by the UPDATE's condition, in the statement's snapshot, which the deliveries' insert
+      // reads too: more enabled since the caller's read make the statement write nothing, and the caller's
+      // transaction delivers to them all.
+      const guarded = (q: QueryCreator<DB>) => {
+        const u = part.change(q, a.part);
+        const within = f
+          ? u.where((eb) => eb(eb.selectFrom(f.subscribers(q, a.accountId!).as('s')).select((e) => e.fn.countAll().as('n')), '<=', a.webhooks!))
+          : u;
+        return within.returning(sql<number>`1`.as('changed'));
+      };
+      const withChange = db.with('changed', guarded) as unknown as QueryCreator<DB>;
+      const withAlongside = withChange.with('alongside', (q) => part.alongside(q, 'changed', a.part)) as unknown as QueryCreator<DB>;
+      const withEvents = withAlongside.with('emitted', (q) => {
+        const insert = insertOnlyWith(q, 'events', EVENT_COLUMNS, a.events, 'changed');
+        return delivering ? insert.returning(['id', 'kind', 'payload', 'created_at']) : insert;
+      }) as unknown as QueryCreator<DB>;
+      let deliveries = sql<number>`0`;
+      let all = withEvents;
+      if (delivering) {
+        all = withEvents.with('delivered', (q) => f!.deliverWith(q, a.accountId!, 'emitted', a.ids!, a.now!).returning(sql<number>`1`.as('one'))) as unknown as QueryCreator<DB>;
+        deliveries = sql<number>`(select count(*) from delivered)`;
+      }
+      return all.selectNoFrom([sql<boolean>`exists (select 1 from changed)`.as('written'), deliveries.as('deliveries')]);
+    },
+  );
 }
 
 /**
@@ -55,6 +116,7 @@ export interface EventFanout {
  */
 export function createEventBus(opts: { now: () => number; fanout?: EventFanout }) {
   let fanout = opts.fanout;
+  let alone = aloneStatement(fanout);
   /** The events (each with the body its deliveries send) and their rows. */
   function prepare(accountId: string, items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>) {
     const createdAt = opts.now();
@@ -104,51 +166,31 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
     return emitted;
   }
   /**
-   * PostgreSQL, outside any transaction: `change` (an UPDATE of the row the events tell of), the insert `alongside`,
-   * the events and their webhook deliveries, as one statement — atomic on its own, so without the BEGIN and COMMIT
-   * round trips of a transaction. Written only if the change matches a row and the account has at most `webhooks`
-   * enabled webhooks (what the caller read): the deliveries' ids are made here, one per event and webhook, so one
-   * enabled since would lack one. `alongside` is given the name of the change's WITH query, and must write nothing
-   * unless it answers a row. Answers the events, or undefined when nothing was written (the caller then writes the
-   * change in a transaction).
+   * PostgreSQL, outside any transaction: `part`'s change (an UPDATE of the row the events tell of), the insert
+   * alongside it, the events and their webhook deliveries, as one statement — atomic on its own, so without the BEGIN
+   * and COMMIT round trips of a transaction. Written only if the change matches a row and the account has at most
+   * `webhooks` enabled webhooks (what the caller read): the deliveries' ids are made here, one per event and webhook,
+   * so one enabled since would lack one. Answers the events, or undefined when nothing was written (the caller then
+   * writes the change in a transaction).
    */
-  async function emitAlone<U extends keyof DB, T extends keyof DB>(
+  async function emitAlone<A extends Record<string, unknown>, U extends keyof DB, T extends keyof DB>(
     db: Kysely<DB>,
     accountId: string,
     items: ReadonlyArray<{ kind: EventKind; data: Record<string, unknown> }>,
     webhooks: number,
-    change: (db: QueryCreator<DB>) => UpdateQueryBuilder<DB, U, U, unknown>,
-    alongside: (db: QueryCreator<DB>, onlyWith: string) => InsertQueryBuilder<DB, T, InsertResult>,
+    part: AloneChange<A, U, T>,
   ): Promise<EmittedEvent[] | undefined> {
     const { emitted, rows, createdAt } = prepare(accountId, items);
     const f = fanout;
     const delivering = f !== undefined && webhooks > 0;
-    // The webhooks are counted by the UPDATE's condition, in the statement's snapshot, which the deliveries' insert
-    // reads too: more enabled since the caller's read make the statement write nothing, and the caller's
-    // transaction delivers to them all.
-    const guarded = (q: QueryCreator<DB>) => {
-      const u = change(q);
-      const within = f
-        ? u.where((eb) => eb(eb.selectFrom(f.subscribers(q, accountId).as('s')).select((e) => e.fn.countAll().as('n')), '<=', webhooks))
-        : u;
-      return within.returning(sql<number>`1`.as('changed'));
+    // Only what the shape binds: an argument the statement does not use is refused as one that shapes it.
+    const args = {
+      part: part.args,
+      events: onlyWithRows<'events'>(rows).json,
+      ...(f ? { accountId, webhooks } : {}),
+      ...(delivering ? { ids: Array.from({ length: emitted.length * webhooks }, () => newId('dlv', createdAt)), now: opts.now() } : {}),
     };
-    const withChange = db.with('changed', guarded) as unknown as QueryCreator<DB>;
-    const withAlongside = withChange.with('alongside', (q) => alongside(q, 'changed')) as unknown as QueryCreator<DB>;
-    const withEvents = withAlongside.with('emitted', (q) => {
-      const insert = insertOnlyWith(q, 'events', rows, 'changed');
-      return delivering ? insert.returning(['id', 'kind', 'payload', 'created_at']) : insert;
-    }) as unknown as QueryCreator<DB>;
-    let deliveries = sql<number>`0`;
-    let all = withEvents;
-    if (delivering) {
-      const ids = Array.from({ length: emitted.length * webhooks }, () => newId('dlv', createdAt));
-      all = withEvents.with('delivered', (q) => f.deliverWith(q, accountId, 'emitted', ids).returning(sql<number>`1`.as('one'))) as unknown as QueryCreator<DB>;
-      deliveries = sql<number>`(select count(*) from delivered)`;
-    }
-    const written = await all
-      .selectNoFrom([sql<boolean>`exists (select 1 from changed)`.as('written'), deliveries.as('deliveries')])
-      .executeTakeFirstOrThrow();
+    const written = (await alone(db, { part: part as unknown as AnyAloneChange, delivering }, args)).rows[0]!;
     if (!written.written) return undefined;
     if (Number(written.deliveries) > 0) f?.delivered();
     return emitted;
@@ -156,6 +198,7 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
   return {
     setFanout(f: EventFanout) {
       fanout = f;
+      alone = aloneStatement(f);
     },
     async emit(conn: Conn, accountId: string, kind: EventKind, data: Record<string, unknown>): Promise<EmittedEvent> {
       return (await emitMany(conn, accountId, [{ kind, data }]))[0]!;

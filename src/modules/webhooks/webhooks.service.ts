@@ -109,8 +109,7 @@ export function createFanout(opts: {
       // transaction not run by writeTransaction has no such moment; its deliveries are found at the next poll.
       if (opts.announce) afterCommit(conn, opts.announce);
     },
-    deliverWith(db, accountId, emitted, ids) {
-      const now = opts.clock.now();
+    deliverWith(db, accountId, emitted, ids, now) {
       return deliveriesRepository.insertSubscribed(db, accountId, emitted, ids, { now, delayMs: initialDelay(opts.retryDelaysMs) });
     },
     delivered() {

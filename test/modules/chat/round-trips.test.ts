@@ -174,6 +174,58 @@ describe('a chat message on PostgreSQL, in statements', () => {
     }
   });
 
+  test('each shape of the exchange has its own statement: every one written alone, with its own conversation’s values', async () => {
+    // The statement is compiled once per shape and then only given new values: one reused for another shape (its
+    // `escalated_at is null` for an escalated row, `customer_email is null` for one with an address), or a value
+    // kept from an earlier call (an address, the number of webhooks), would miss the row and fall back to the
+    // transaction, or write the wrong rows.
+    const shapes = [
+      { name: 'plain', email: undefined, escalated: false },
+      { name: 'escalated', email: undefined, escalated: true },
+      { name: 'with an address', email: 'b@acme.test', escalated: false },
+      { name: 'escalated with an address', email: 'e@acme.test', escalated: true },
+      { name: 'another address', email: 'c@acme.test', escalated: false },
+      { name: 'plain again', email: undefined, escalated: false },
+    ];
+    const hooks: string[] = [];
+    try {
+      for (const webhooks of [0, 1, 2]) {
+        if (webhooks > 0) hooks.push(await createWebhook(['conversation.message'], `whsec_rt_shape_${webhooks}`));
+        for (const shape of shapes) {
+          const what = `${shape.name}, ${webhooks} webhooks`;
+          const id = (await ctx.services.chat.start(api.accountId, shape.email ? { customerEmail: shape.email } : {})).conversation.id;
+          if (shape.escalated) await ctx.services.chat.escalate(api.accountId, id, {});
+          const before = await ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+          const qs = exchangeStatements(await statementsOf(() => ctx.services.chat.send(api.accountId, id, 'how do I track my order?')));
+          assert.equal(qs.length, 2, `${what}:\n${qs.map((q) => q.text).join('\n')}`);
+          assert.ok(qs[1]!.text.startsWith('with "changed" as (update "conversations"'), what);
+          assert.equal(qs[1]!.text.includes('"customer_email" is null'), shape.email === undefined, what);
+          assert.equal(qs[1]!.text.includes('"escalated_at" is not null'), shape.escalated, what);
+          assert.equal(qs[1]!.text.includes('insert into "deliveries"'), webhooks > 0, what);
+          assert.ok(qs.every((q) => !q.inTransaction), what);
+
+          const after = await ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+          // The exchange's figures changed, nothing else.
+          const unchanged = ({ message_count: _m, answered_count: _a, unanswered_streak: _u, last_message_at: _l, ...rest }: typeof after) => rest;
+          assert.deepEqual(unchanged(after), unchanged(before), what);
+          assert.equal(after.message_count, before.message_count + 2, what);
+          assert.equal(after.customer_email, shape.email ?? null, what);
+          assert.equal(after.escalated_at !== null, shape.escalated, what);
+          const messages = await stored(id);
+          assert.deepEqual(messages.slice(-2).map((m) => [m.role, m.seq]), [['customer', after.message_count - 1], ['assistant', after.message_count]], what);
+          assert.equal(messages.at(-2)!.content, 'how do I track my order?', what);
+          const events = (await messageEventsOf(id)).filter((e) => (JSON.parse(e.payload) as { data: { position: number } }).data.position >= after.message_count - 1);
+          assert.equal(events.length, 2, what);
+          const deliveries = await deliveriesOf(events.map((e) => e.id));
+          assert.equal(deliveries.length, 2 * webhooks, what);
+          assert.deepEqual([...new Set(deliveries.map((d) => d.webhook_id))].sort(), [...hooks].sort(), what);
+        }
+      }
+    } finally {
+      for (const w of hooks) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
+    }
+  });
+
   test('a webhook enabled between the read and the write: the statement writes nothing, and the transaction delivers to it too', async () => {
     const first = await createWebhook(['conversation.message'], 'whsec_rt_first');
     let late: string | undefined;
