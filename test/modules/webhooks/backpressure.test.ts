@@ -15,7 +15,12 @@ const SECRET = 'whsec_test_secret_1';
 for (const dialect of DIALECTS) {
   describe(`delivery engine: records and orphans (${dialect})`, () => {
     const t = useTestApp(dialect, { env: { WEBHOOK_RETRY_DELAYS: '0,1h,1h,1h,1h', WEBHOOK_TIMEOUT: '2s' } });
-    const engine = (maxInFlight = 4, db = t.ctx.db, log?: { error(obj: unknown, msg?: string): void }) =>
+    const engine = (
+      maxInFlight = 4,
+      db = t.ctx.db,
+      log?: { error(obj: unknown, msg?: string): void },
+      shares: { perWebhook?: number; perAccount?: number } = {},
+    ) =>
       createDeliveryEngine({
         db,
         dialect,
@@ -26,6 +31,7 @@ for (const dialect of DIALECTS) {
         perWebhook: maxInFlight,
         maxUnrecorded: maxInFlight,
         ...(log ? { log } : {}),
+        ...shares,
       });
 
     test("an account whose receivers never answer holds only its share of a worker: another account's delivery goes out meanwhile", async () => {
@@ -35,16 +41,7 @@ for (const dialect of DIALECTS) {
       const fine = await startServer();
       const other = await t.account();
       const hooks: Array<[string, string]> = [];
-      const e = createDeliveryEngine({
-        db: t.ctx.db,
-        dialect,
-        clock: t.ctx.clock,
-        config: t.ctx.config,
-        sender: createUndiciSender({ allowPrivate: true }),
-        maxInFlight: 4,
-        perWebhook: 2,
-        perAccount: 2,
-      });
+      const e = engine(4, t.ctx.db, undefined, { perWebhook: 2, perAccount: 2 });
       try {
         for (const n of [1, 2]) {
           const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${stuck.url}/h${n}`, events: ['rundown.generated'], secret: SECRET } });
