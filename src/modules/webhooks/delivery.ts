@@ -110,10 +110,10 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   let wake: (() => void) | null = null;
   let backlog = false;
   const inFlight = new Set<Promise<void>>();
-  /** Attempts in flight (and, while a pump runs, set aside to start) per webhook and per account. */
+  /** Attempts started and not yet finished, per webhook and per account. */
   const perWebhookCount = counts();
   const perAccountCount = counts();
-  /** Claimed but waiting for a per-webhook slot; `stale` once they outlived the claim's tick. */
+  /** Claimed but waiting for a slot (of the worker, the webhook or the account); `stale` once they outlived the claim's tick. */
   const queued: Array<{ d: ClaimedDelivery; stale: boolean; claimedAt: number }> = [];
 
   // ------------------------------------------------------------------------------------------ claim
