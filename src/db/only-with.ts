@@ -1,4 +1,4 @@
-import { sql, type Insertable, type QueryCreator } from 'kysely';
+import { sql, type Expression, type Insertable, type QueryCreator, type SqlBool } from 'kysely';
 import type { DB } from './schema.js';
 
 /**
@@ -17,15 +17,23 @@ export function onlyWithRows<T extends keyof DB & string>(rows: ReadonlyArray<In
 
 /**
  * PostgreSQL: an insert into `table` of the rows `json` holds (onlyWithRows), naming `columns`, that writes them only
- * if `cte`, a WITH query of the same statement (an UPDATE ... RETURNING), answers a row, so the insert happens with
- * that change or not at all. The rows travel as one JSON parameter read with the table's own row type: in an
- * INSERT ... SELECT of several rows of bound parameters PostgreSQL types them text, which a bigint column refuses.
- * `json` is only a bound value, so a precompiled statement can take it as an argument.
+ * where `condition` holds (all of them or none: it names no column of theirs). The rows travel as one JSON parameter
+ * read with the table's own row type: in an INSERT ... SELECT of several rows of bound parameters PostgreSQL types
+ * them text, which a bigint column refuses. `json` is only a bound value, so a precompiled statement can take it as
+ * an argument.
  */
-export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, columns: readonly string[], json: string, cte: string) {
+export function insertRowsWhere<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, columns: readonly string[], json: string, condition: Expression<SqlBool>) {
   const list = sql.join(columns.map((c) => sql.ref(c)));
   return db
     .insertInto(table)
     .columns(columns as never)
-    .expression(sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${json}::jsonb) where exists (select 1 from ${sql.table(cte)})`);
+    .expression(sql`select ${list} from jsonb_populate_recordset(null::${sql.table(table)}, ${json}::jsonb) where ${condition}`);
+}
+
+/**
+ * insertRowsWhere, writing the rows only if `cte`, a WITH query of the same statement (an UPDATE or INSERT ... RETURNING),
+ * answers a row, so the insert happens with that change or not at all.
+ */
+export function insertOnlyWith<T extends keyof DB & string>(db: QueryCreator<DB>, table: T, columns: readonly string[], json: string, cte: string) {
+  return insertRowsWhere(db, table, columns, json, sql<SqlBool>`exists (select 1 from ${sql.table(cte)})`);
 }

@@ -1,10 +1,10 @@
-import { SqliteAdapter, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type Transaction, type Updateable, type UpdateObject } from 'kysely';
+import { sql, SqliteAdapter, type ExpressionBuilder, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder, type SqlBool, type Transaction, type Updateable, type UpdateObject } from 'kysely';
 import { jsonArrayFrom as postgresJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { lockingRead } from '../../db/locks.js';
-import { insertOnlyWith, onlyWithRows } from '../../db/only-with.js';
+import { insertOnlyWith, insertRowsWhere, onlyWithRows } from '../../db/only-with.js';
 import { pageLimit } from '../../db/pagination.js';
-import { precompile } from '../../db/precompiled.js';
+import { precompile, precompileRows } from '../../db/precompiled.js';
 import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
 import type { AloneChange } from '../webhooks/events.js';
 import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
@@ -26,6 +26,10 @@ const RECENT_COLUMNS = ['role', 'content', 'created_at', 'seq', 'id'] as const;
 const WORKFLOW_COLUMNS = ['id', 'slug', 'triggers', 'fields', 'reply', 'created_at', 'updated_at'] as const;
 type Recent = Pick<MessagesTable, (typeof RECENT_COLUMNS)[number]>;
 export type EnabledWorkflow = Pick<WorkflowsTable, (typeof WORKFLOW_COLUMNS)[number]>;
+
+/** How many webhooks an event of the account may have a delivery for (see chat.service's writes made alone). */
+const enabledWebhooks = (eb: ExpressionBuilder<DB, 'accounts'>) =>
+  eb.selectFrom('webhooks').select((e) => e.fn.countAll().as('n')).whereRef('webhooks.account_id', '=', 'accounts.id').where('webhooks.enabled', '=', 1);
 
 /**
  * A conversation with everything a reply reads: its account's assistant settings and knowledge version (the sum
@@ -58,13 +62,7 @@ const findForReply = precompile((db, accountId: string, id: string, n: number) =
           'desc',
         ).limit(pageLimit(n)),
       ).as('recent'),
-      // How many webhooks an event of the account may have a delivery for (see chat.service's exchange written alone).
-      eb
-        .selectFrom('webhooks')
-        .select((e) => e.fn.countAll().as('n'))
-        .whereRef('webhooks.account_id', '=', 'conversations.account_id')
-        .where('webhooks.enabled', '=', 1)
-        .as('enabled_webhooks'),
+      enabledWebhooks(eb).as('enabled_webhooks'),
       jsonArrayFrom(
         eb
           .selectFrom('workflows')
@@ -76,6 +74,11 @@ const findForReply = precompile((db, accountId: string, id: string, n: number) =
     .where('conversations.account_id', '=', accountId)
     .where('conversations.id', '=', id);
 });
+
+/** What starting a conversation reads: the account's assistant settings and its number of enabled webhooks. */
+const forStart = precompileRows(['assistant_settings', 'enabled_webhooks'], (db, accountId: string) =>
+  db.selectFrom('accounts').select((eb) => ['assistant_settings', enabledWebhooks(eb).as('enabled_webhooks')]).where('id', '=', accountId),
+);
 
 /** SQLite answers a JSON aggregate as text, PostgreSQL's driver as the parsed value. */
 const jsonRows = <T>(v: unknown): T[] => (typeof v === 'string' ? (JSON.parse(v) as T[]) : ((v ?? []) as T[]));
@@ -126,6 +129,15 @@ export const chatRepository = {
       recent: jsonRows<Recent>(recent).sort((a, b) => a.created_at - b.created_at || a.seq - b.seq || (a.id < b.id ? -1 : 1)),
       workflows: jsonRows<EnabledWorkflow>(workflows).sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)),
     };
+  },
+  /**
+   * What starting a conversation reads, in one statement: the account's assistant settings (JSON or null: none saved,
+   * or no such account) and how many enabled webhooks it has.
+   */
+  async forStart(db: Conn, accountId: string) {
+    const [settings = null, webhooks = 0] = (await forStart(db, accountId))[0] ?? [];
+    // PostgreSQL's count is a bigint, which its driver answers as a string.
+    return { settings, enabledWebhooks: Number(webhooks) };
   },
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
@@ -190,7 +202,27 @@ export const chatRepository = {
     return {
       shape: `${escalated ? 'escalated' : 'not escalated'}, ${customerEmail === null ? 'no email' : 'email'}, messages ${messages.columns.join(' ')}`,
       args,
-      change: (q, a) => chatRepository.exchange(q, a.accountId, a.id, a.figures, { messageCount: a.messageCount, escalated, customerEmail: a.customerEmail ?? null }),
+      change: (q, a, guard) => {
+        const u = chatRepository.exchange(q, a.accountId, a.id, a.figures, { messageCount: a.messageCount, escalated, customerEmail: a.customerEmail ?? null });
+        return guard ? u.where(guard) : u;
+      },
+      alongside: (q, onlyWith, a) => insertOnlyWith(q, 'messages', messages.columns, a.messages, onlyWith),
+    } satisfies AloneChange<typeof args, 'conversations', 'messages'>;
+  },
+  /**
+   * PostgreSQL: the insert of a new conversation and of its first messages, as the parts of the one statement
+   * events.emitAlone writes them in with their events. The conversation is inserted only where the statement's guard
+   * holds, the messages only with it. Compiled once per shape: the rows' columns choose the inserts'.
+   */
+  startAlone(row: Selectable<ConversationsTable>, rows: MessagesTable[]) {
+    const conversation = onlyWithRows<'conversations'>([row]);
+    const messages = onlyWithRows<'messages'>(rows);
+    const args = { conversation: conversation.json, messages: messages.json };
+    return {
+      shape: `start, conversation ${conversation.columns.join(' ')}, messages ${messages.columns.join(' ')}`,
+      args,
+      // No guard without a fan-out: there are no deliveries to count webhooks for.
+      change: (q, a, guard) => insertRowsWhere(q, 'conversations', conversation.columns, a.conversation, guard ?? sql<SqlBool>`true`),
       alongside: (q, onlyWith, a) => insertOnlyWith(q, 'messages', messages.columns, a.messages, onlyWith),
     } satisfies AloneChange<typeof args, 'conversations', 'messages'>;
   },

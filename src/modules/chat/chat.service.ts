@@ -241,7 +241,8 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       for (const f of ['customerId', 'customerLabel', 'persona'] as const) rejectBlank(`body.${f}`, body[f]);
       const metadata = body.metadata ?? {};
       if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw invalidRequest('body.metadata must be at most 16 KiB of JSON');
-      const settings = await assistant.settings(accountId);
+      const read = await repo.forStart(db, accountId);
+      const settings = settingsFrom(read.settings);
       const at = clock.now();
       const id = newId('conv', at);
       const customerId = body.customerId ?? `anon_${id.slice(5)}`;
@@ -268,17 +269,23 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       };
       // The persona named at start speaks for this conversation (the account's greeting and tone, its name).
       const greeting = assistantMessage(accountId, id, assistant.greetingText(speakingAs(settings, row.persona)), [], at, 1);
+      const started = {
+        kind: 'conversation.started' as const,
+        data: { conversationId: id, customerId, customerLabel: row.customer_label, persona: row.persona, metadata },
+      };
+      const answer = { conversation: toConversation(row, [greeting]), messages: [toMessage(greeting)] };
+      // On PostgreSQL the conversation, its greeting, both events and their deliveries are one statement: no
+      // transaction round trips. Not written if a webhook was enabled since the read (its deliveries would lack ids):
+      // the transaction below then writes it all, delivering to every webhook enabled by then.
+      if (writesAlone(db)) {
+        const emitted = await events.emitAlone(db, accountId, [started, ...messageEvents(row, [greeting])], read.enabledWebhooks, repo.startAlone(row, [greeting]));
+        if (emitted) return answer;
+      }
       return writeTransaction(db, async (trx) => {
         await repo.insertConversation(trx, row);
-        await events.emit(trx, accountId, 'conversation.started', {
-          conversationId: id,
-          customerId,
-          customerLabel: row.customer_label,
-          persona: row.persona,
-          metadata,
-        });
+        await events.emit(trx, accountId, started.kind, started.data);
         await insertMessages(trx, row, [greeting]);
-        return { conversation: toConversation(row, [greeting]), messages: [toMessage(greeting)] };
+        return answer;
       });
     },
 

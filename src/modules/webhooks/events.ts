@@ -1,4 +1,18 @@
-import { PostgresAdapter, sql, type InsertQueryBuilder, type InsertResult, type Kysely, type QueryCreator, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder } from 'kysely';
+import {
+  expressionBuilder,
+  PostgresAdapter,
+  sql,
+  type AliasedRawBuilder,
+  type Expression,
+  type InsertQueryBuilder,
+  type InsertResult,
+  type Kysely,
+  type QueryCreator,
+  type SelectQueryBuilder,
+  type SqlBool,
+  type Transaction,
+  type UpdateQueryBuilder,
+} from 'kysely';
 import { insertOnlyWith, onlyWithRows } from '../../db/only-with.js';
 import { precompileShapes } from '../../db/precompiled.js';
 import type { DB, WebhooksTable } from '../../db/schema.js';
@@ -59,12 +73,22 @@ export interface EventFanout {
 export interface AloneChange<A extends Record<string, unknown>, U extends keyof DB, T extends keyof DB> {
   shape: string;
   args: A;
-  /** An UPDATE of the row the events tell of. */
-  change(db: QueryCreator<DB>, args: A): UpdateQueryBuilder<DB, U, U, unknown>;
+  /**
+   * The write of the row the events tell of: an UPDATE of it, or the INSERT of a new one (insertRowsWhere). It must
+   * write nothing where `guard` does not hold (when there is one: emitAlone's count of the account's webhooks).
+   */
+  change(db: QueryCreator<DB>, args: A, guard: Expression<SqlBool> | undefined): UpdateQueryBuilder<DB, U, U, unknown> | InsertQueryBuilder<DB, U, InsertResult>;
   /** Given the name of the change's WITH query: must write nothing unless it answers a row. */
   alongside(db: QueryCreator<DB>, onlyWith: string, args: A): InsertQueryBuilder<DB, T, InsertResult>;
 }
 type AnyAloneChange = AloneChange<Record<string, unknown>, keyof DB, keyof DB>;
+/**
+ * What the statement asks of a change's write, an UPDATE or an INSERT alike: a row for each row it wrote. (The two
+ * builders' `returning` overloads differ, so it cannot be called on their union as such.)
+ */
+interface AloneWrite {
+  returning(selections: ReadonlyArray<AliasedRawBuilder<number, 'changed'>>): UpdateQueryBuilder<DB, keyof DB, keyof DB, Record<string, unknown>> | InsertQueryBuilder<DB, keyof DB, Record<string, unknown>>;
+}
 
 /** The columns of an event's row, in the order of its JSON (prepare). */
 const EVENT_COLUMNS = ['id', 'account_id', 'kind', 'payload', 'created_at'] as const;
@@ -83,15 +107,14 @@ function aloneStatement(f: EventFanout | undefined) {
       { part, delivering },
       a: { part: Record<string, unknown>; events: string; accountId?: string; webhooks?: number; ids?: string[]; now?: number },
     ) => {
-      // The webhooks are counted by the UPDATE's condition, in the statement's snapshot, which the deliveries' insert
+      // The webhooks are counted by the change's condition, in the statement's snapshot, which the deliveries' insert
       // reads too: more enabled since the caller's read make the statement write nothing, and the caller's
       // transaction delivers to them all.
       const guarded = (q: QueryCreator<DB>) => {
-        const u = part.change(q, a.part);
-        const within = f
-          ? u.where((eb) => eb(eb.selectFrom(f.subscribers(q, a.accountId!).as('s')).select((e) => e.fn.countAll().as('n')), '<=', a.webhooks!))
-          : u;
-        return within.returning(sql<number>`1`.as('changed'));
+        const eb = expressionBuilder<DB, never>();
+        const guard = f ? eb(eb.selectFrom(f.subscribers(q, a.accountId!).as('s')).select((e) => e.fn.countAll().as('n')), '<=', a.webhooks!) : undefined;
+        const write: AloneWrite = part.change(q, a.part, guard);
+        return write.returning([sql<number>`1`.as('changed')]);
       };
       const withChange = db.with('changed', guarded) as unknown as QueryCreator<DB>;
       const withAlongside = withChange.with('alongside', (q) => part.alongside(q, 'changed', a.part)) as unknown as QueryCreator<DB>;
@@ -166,9 +189,9 @@ export function createEventBus(opts: { now: () => number; fanout?: EventFanout }
     return emitted;
   }
   /**
-   * PostgreSQL, outside any transaction: `part`'s change (an UPDATE of the row the events tell of), the insert
+   * PostgreSQL, outside any transaction: `part`'s change (an UPDATE or INSERT of the row the events tell of), the insert
    * alongside it, the events and their webhook deliveries, as one statement — atomic on its own, so without the BEGIN
-   * and COMMIT round trips of a transaction. Written only if the change matches a row and the account has at most
+   * and COMMIT round trips of a transaction. Written only if the change writes its row and the account has at most
    * `webhooks` enabled webhooks (what the caller read): the deliveries' ids are made here, one per event and webhook,
    * so one enabled since would lack one. Answers the events, or undefined when nothing was written (the caller then
    * writes the change in a transaction).

@@ -8,10 +8,10 @@ import { systemClock } from '../../../src/lib/clock.js';
 import { useTestApp } from '../../helpers/app.js';
 import { quietLog } from '../webhooks/delivery-helpers.js';
 
-type Query = { text: string; inTransaction: boolean };
+type Query = { text: string; inTransaction: boolean; values: unknown[] };
 
 // PostgreSQL only: there each statement is a round trip to the server (SQLite's writes go through its group commit).
-describe('a chat message on PostgreSQL, in statements', () => {
+describe('chat on PostgreSQL, in statements', () => {
   const api = useTestApp('postgres', { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
   // Every query of the database opened below (its clients bind `query` when they connect, so the patch comes first).
   const seen: Query[] = [];
@@ -27,7 +27,8 @@ describe('a chat message on PostgreSQL, in statements', () => {
       const first = args[0];
       const text = (typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '')).trim().toLowerCase();
       if (text === 'begin' || text.startsWith('start transaction')) open.add(this);
-      seen.push({ text, inTransaction: open.has(this) });
+      const values = (Array.isArray(args[1]) ? args[1] : ((first as { values?: unknown[] } | undefined)?.values ?? [])) as unknown[];
+      seen.push({ text, inTransaction: open.has(this), values });
       if (text === 'commit' || text === 'rollback') open.delete(this);
       const hook = beforeNext;
       if (hook && text.startsWith(hook.prefix)) {
@@ -116,6 +117,18 @@ describe('a chat message on PostgreSQL, in statements', () => {
     assert.equal(r.status, 201, r.text);
     return (r.body as { data: { id: string } }).data.id;
   };
+  /** The events of a conversation (conversation.started first, then its messages in order). */
+  const eventsOf = async (id: string) =>
+    (await ctx.db.selectFrom('events').selectAll().where('account_id', '=', api.accountId).execute())
+      .map((e) => ({ ...e, data: (JSON.parse(e.payload) as { data: { conversationId?: string; position?: number } }).data }))
+      .filter((e) => e.data.conversationId === id)
+      .sort((a, b) => (a.kind === 'conversation.started' ? -1 : b.kind === 'conversation.started' ? 1 : a.data.position! - b.data.position!));
+  /** POST /v1/chat/conversations under an Idempotency-Key: a unit of work, so the start is written in a transaction. */
+  const startUnderKey = async (key: string, body: object) => {
+    const r = await api.request('POST', '/v1/chat/conversations', { key: api.key, body, headers: { 'idempotency-key': key } });
+    assert.equal(r.status, 201, r.text);
+    return (r.body as { data: { conversation: { id: string } } }).data.conversation.id;
+  };
   /** Statements of the exchange itself: the announcement that follows new deliveries is sent on its own. */
   const exchangeStatements = (qs: Query[]) => qs.filter((q) => !q.text.startsWith('select pg_notify'));
 
@@ -142,13 +155,15 @@ describe('a chat message on PostgreSQL, in statements', () => {
       for (let i = 0; i < 100 && !seen.some((q) => q.text.startsWith('select pg_notify')); i++) await new Promise((r) => setTimeout(r, 10));
       assert.ok(seen.some((q) => q.text.startsWith('select pg_notify')), 'new deliveries are announced');
 
-      // The greeting's event (written in the start's transaction) and the two exchanges' (each one statement).
+      // The greeting's event (written with the conversation) and the two exchanges' (each one statement).
       const events = await messageEventsOf(id);
       assert.equal(events.length, 5);
       const rows = await deliveriesOf(events.map((e) => e.id));
       // One per message event, to the one enabled webhook subscribed to conversation.message.
       assert.equal(rows.length, 5);
-      const started = (await ctx.db.selectFrom('deliveries').selectAll().where('webhook_id', '=', messages).where('event', '=', 'conversation.started').execute()).at(-1)!;
+      // A start under an Idempotency-Key is written in a transaction: its deliveries are the fan-out's.
+      const reference = await startUnderKey('rt-webhooks', {});
+      const started = (await deliveriesOf((await eventsOf(reference)).map((e) => e.id))).find((d) => d.event === 'conversation.started')!;
       const startedEvent = await ctx.db.selectFrom('events').selectAll().where('id', '=', started.event_id!).executeTakeFirstOrThrow();
       const byEvent = new Map(events.map((e) => [e.id, e]));
       for (const d of rows) {
@@ -245,5 +260,156 @@ describe('a chat message on PostgreSQL, in statements', () => {
     } finally {
       for (const w of [first, late]) if (w) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
     }
+  });
+
+  /** What a start wrote that does not depend on its ids and time: the conversation, its messages, events and deliveries. */
+  async function startRows(id: string) {
+    const c = await ctx.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const messages = await ctx.db.selectFrom('messages').selectAll().where('conversation_id', '=', id).orderBy('seq').execute();
+    const events = await eventsOf(id);
+    const deliveries = await deliveriesOf(events.map((e) => e.id));
+    const byId = new Map(events.map((e) => [e.id, e]));
+    const { id: _i, created_at: _c, last_message_at: _l, ...conversation } = c;
+    assert.equal(c.last_message_at, c.created_at);
+    return {
+      conversation,
+      messages: messages.map(({ id: _m, conversation_id, created_at, ...m }) => {
+        assert.deepEqual([conversation_id, created_at], [id, c.created_at]);
+        return m;
+      }),
+      events: events.map((e) => {
+        const { conversationId, messageId: _m, timestamp: _t, ...data } = e.data as Record<string, unknown>;
+        assert.equal(conversationId, id);
+        return { kind: e.kind, account: e.account_id, data };
+      }),
+      deliveries: deliveries
+        .map((d) => {
+          const e = byId.get(d.event_id!)!;
+          assert.equal(d.body, e.payload, 'the bytes the event was stored with');
+          assert.equal(d.event, e.kind);
+          assert.match(d.id, /^dlv_[0-9a-hjkmnp-tv-z]{26}$/);
+          assert.ok(Number(d.created_at) >= Number(e.created_at) && d.updated_at === d.created_at);
+          const { id: _d, event_id: _e, body: _b, created_at: _c2, updated_at: _u, next_attempt_at, ...rest } = d;
+          return { ...rest, due: Number(next_attempt_at) - Number(e.created_at) };
+        })
+        .sort((a, b) => `${a.event} ${a.webhook_id}`.localeCompare(`${b.event} ${b.webhook_id}`)),
+    };
+  }
+  /**
+   * Whether the app's service (whose statements `seen` does not see: its clients connected before the patch) wrote
+   * each start `fn` made alone: what each of its events.emitAlone calls answered (none: written in a transaction).
+   */
+  async function aloneWrites(fn: () => Promise<unknown>) {
+    const bus = api.ctx.events;
+    const emitAlone = bus.emitAlone;
+    const written: boolean[] = [];
+    bus.emitAlone = async (...a) => {
+      const emitted = await emitAlone(...a);
+      written.push(emitted !== undefined);
+      return emitted;
+    };
+    try {
+      await fn();
+    } finally {
+      bus.emitAlone = emitAlone;
+    }
+    return written;
+  }
+  const START_BODY = { customerId: 'cus_rt_start', customerLabel: 'Jo Start', customerEmail: 'jo@acme.test', persona: 'Robin', metadata: { plan: 'gold', n: 3 } };
+
+  test('starting a conversation: one read, then one statement with no transaction (the conversation, its greeting, both events)', async () => {
+    const qs = exchangeStatements(await statementsOf(() => ctx.services.chat.start(api.accountId, START_BODY)));
+    assert.equal(qs.length, 2, qs.map((q) => q.text).join('\n'));
+    assert.ok(qs[0]!.text.startsWith('select "assistant_settings", (select count(*)'), qs[0]!.text);
+    assert.ok(qs[1]!.text.startsWith('with "changed" as (insert into "conversations"'), qs[1]!.text);
+    assert.ok(!qs[1]!.text.includes('insert into "deliveries"'), 'no webhook: no deliveries to write');
+    assert.ok(qs.every((q) => !q.inTransaction));
+    // The events in the order the transaction emits them: the start, then the greeting.
+    const eventsJson = qs[1]!.values.find((v) => typeof v === 'string' && v.includes('"kind":"conversation.'));
+    assert.deepEqual((JSON.parse(eventsJson as string) as Array<{ kind: string }>).map((e) => e.kind), ['conversation.started', 'conversation.message']);
+  });
+
+  test('a start written alone writes what the transaction writes (the rows, the events, the deliveries) and answers the same', async () => {
+    const both = await createWebhook(['conversation.started', 'conversation.message'], 'whsec_rt_start_both');
+    const startedOnly = await createWebhook(['conversation.started'], 'whsec_rt_start_started');
+    const disabled = await createWebhook(['conversation.started', 'conversation.message'], 'whsec_rt_start_disabled');
+    assert.equal((await api.request('PUT', `/v1/webhooks/${disabled}`, { key: api.key, body: { enabled: false } })).status, 200);
+    let kicks = 0;
+    const kick = ctx.deliveries.kick;
+    ctx.deliveries.kick = () => void kicks++;
+    try {
+      const qs = await statementsOf(() => ctx.services.chat.start(api.accountId, START_BODY));
+      const start = exchangeStatements(qs);
+      assert.equal(start.length, 2, start.map((q) => q.text).join('\n'));
+      assert.ok(start[1]!.text.startsWith('with "changed" as (insert into "conversations"') && start[1]!.text.includes('insert into "deliveries"'), start[1]!.text);
+      assert.ok(qs.every((q) => !q.inTransaction));
+      assert.equal(kicks, 1, 'the worker of this process is woken');
+      for (let i = 0; i < 100 && !seen.slice(-20).some((q) => q.text.startsWith('select pg_notify')); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(seen.slice(-20).some((q) => q.text.startsWith('select pg_notify')), 'new deliveries are announced');
+
+      // Over HTTP, alone and in a transaction (under an Idempotency-Key): the same rows and the same answer.
+      let alone!: Awaited<ReturnType<typeof api.request>>;
+      let keyed!: typeof alone;
+      assert.deepEqual(await aloneWrites(async () => void (alone = await api.request('POST', '/v1/chat/conversations', { key: api.key, body: START_BODY }))), [true]);
+      assert.equal(alone.status, 201, alone.text);
+      const underKey = { key: api.key, body: START_BODY, headers: { 'idempotency-key': 'rt-start-same' } };
+      assert.deepEqual(await aloneWrites(async () => void (keyed = await api.request('POST', '/v1/chat/conversations', underKey))), [], 'written in a transaction');
+      assert.equal(keyed.status, 201, keyed.text);
+      const ids = [alone, keyed].map((r) => (r.body as { data: { conversation: { id: string } } }).data.conversation.id);
+      const [a, k] = await Promise.all(ids.map(startRows));
+      assert.deepEqual(a, k);
+      assert.deepEqual(a!.events.map((e) => e.kind), ['conversation.started', 'conversation.message']);
+      assert.deepEqual(a!.deliveries.map((d) => [d.event, d.webhook_id, d.url, d.secret]), [
+        ['conversation.message', both, 'http://127.0.0.1:9/whsec_rt_start_both', 'whsec_rt_start_both'],
+        ...[
+          ['conversation.started', both, 'http://127.0.0.1:9/whsec_rt_start_both', 'whsec_rt_start_both'],
+          ['conversation.started', startedOnly, 'http://127.0.0.1:9/whsec_rt_start_started', 'whsec_rt_start_started'],
+        ].sort((x, y) => x[1]!.localeCompare(y[1]!)),
+      ]);
+      // The answers differ only in ids and times.
+      const bare = (r: typeof alone) => JSON.parse(r.text.replaceAll(/(conv|msg)_[0-9a-z]{26}|anon_[0-9a-z]{26}|\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'x')) as unknown;
+      assert.deepEqual(bare(alone), bare(keyed));
+    } finally {
+      ctx.deliveries.kick = kick;
+      for (const w of [both, startedOnly, disabled]) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
+    }
+  });
+
+  test('a webhook enabled between the read and the start: the statement writes nothing, and the transaction writes it all once', async () => {
+    const first = await createWebhook(['conversation.started', 'conversation.message'], 'whsec_rt_start_first');
+    let late: string | undefined;
+    try {
+      const conversations = async () => Number((await ctx.db.selectFrom('conversations').select((e) => e.fn.countAll().as('n')).where('account_id', '=', api.accountId).executeTakeFirstOrThrow()).n);
+      const before = await conversations();
+      beforeNext = {
+        prefix: 'with "changed" as (insert into "conversations"',
+        run: async () => void (late = await createWebhook(['conversation.started', 'conversation.message'], 'whsec_rt_start_late')),
+      };
+      let id = '';
+      const qs = await statementsOf(async () => void (id = (await ctx.services.chat.start(api.accountId, START_BODY)).conversation.id));
+      assert.ok(late, 'the webhook was enabled before the statement ran');
+      assert.ok(qs.some((q) => q.text.startsWith('with "changed" as (insert into "conversations"') && !q.inTransaction), 'the statement ran');
+      assert.ok(qs.some((q) => q.inTransaction && q.text.startsWith('insert into "conversations"')), 'then the transaction');
+      assert.equal(await conversations(), before + 1);
+      const rows = await startRows(id);
+      assert.deepEqual(rows.messages.map((m) => [m.role, m.seq]), [['assistant', 1]]);
+      assert.deepEqual(rows.events.map((e) => e.kind), ['conversation.started', 'conversation.message']);
+      // Both events to both webhooks, once each.
+      assert.deepEqual(rows.deliveries.map((d) => `${d.event} ${d.webhook_id}`), [
+        ...[first, late!].sort().map((w) => `conversation.message ${w}`),
+        ...[first, late!].sort().map((w) => `conversation.started ${w}`),
+      ]);
+    } finally {
+      for (const w of [first, late]) if (w) await api.request('DELETE', `/v1/webhooks/${w}`, { key: api.key });
+    }
+  });
+
+  test('a start under an Idempotency-Key is written in a transaction, which also marks the key', async () => {
+    let id = '';
+    assert.deepEqual(await aloneWrites(async () => void (id = await startUnderKey('rt-start-key', START_BODY))), []);
+    // Replayed, not started again.
+    const again = await api.request('POST', '/v1/chat/conversations', { key: api.key, body: START_BODY, headers: { 'idempotency-key': 'rt-start-key' } });
+    assert.equal((again.body as { data: { conversation: { id: string } } }).data.conversation.id, id);
+    assert.equal((await eventsOf(id)).length, 2);
   });
 });
