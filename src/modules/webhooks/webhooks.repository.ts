@@ -53,11 +53,19 @@ export const deliveriesRepository = {
   },
   /**
    * PostgreSQL (not run): the pending deliveries of the events that `emitted`, a WITH query of the same statement,
-   * inserted (returning `id`, `kind`, `payload`, `created_at`), one per event and enabled webhook of the account
-   * subscribed to its kind, each with the webhook's URL and secret and the event's body, as the fan-out writes them.
-   * Each takes one of `ids`. Parameters are cast: in an INSERT ... SELECT PostgreSQL types a bare one text.
+   * inserted (returning `id`, `kind`, `payload`, `created_at`), one per event and webhook of `subscribers` (the
+   * account's enabled ones, `enabled` above: the query the caller counts them with) subscribed to its kind, each
+   * with the webhook's URL and secret and the event's body, as the fan-out writes them. Each takes one of `ids`.
+   * Parameters are cast: in an INSERT ... SELECT PostgreSQL types a bare one text.
    */
-  insertSubscribed(db: QueryCreator<DB>, accountId: string, emitted: string, ids: readonly string[], at: { now: number; delayMs: number }) {
+  insertSubscribed(
+    db: QueryCreator<DB>,
+    accountId: string,
+    subscribers: ReturnType<typeof webhooksRepository.enabled>,
+    emitted: string,
+    ids: readonly string[],
+    at: { now: number; delayMs: number },
+  ) {
     const columns = [
       'id', 'account_id', 'webhook_id', 'event_id', 'event', 'url', 'secret', 'body', 'status', 'attempt_count', 'auto_attempts',
       'next_attempt_at', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at',
@@ -66,10 +74,10 @@ export const deliveriesRepository = {
       .insertInto('deliveries')
       .columns(columns)
       .expression(
-        sql`select (${ids}::text[])[row_number() over ()], w.account_id, w.id, e.id, e.kind, w.url, w.secret, e.payload, 'pending', 0, 0,
+        sql`select (${ids}::text[])[row_number() over ()], ${accountId}::text, w.id, e.id, e.kind, w.url, w.secret, e.payload, 'pending', 0, 0,
           e.created_at + ${at.delayMs}::bigint, null, null, ${at.now}::bigint, ${at.now}::bigint
           from ${sql.table(emitted)} e
-          join webhooks w on w.account_id = ${accountId}::text and w.enabled = 1 and w.events::jsonb @> jsonb_build_array(e.kind)`,
+          join (${subscribers}) w on w.events::jsonb @> jsonb_build_array(e.kind)`,
       );
   },
   /**

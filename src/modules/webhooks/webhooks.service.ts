@@ -110,7 +110,7 @@ export function createFanout(opts: {
       if (opts.announce) afterCommit(conn, opts.announce);
     },
     deliverWith(db, accountId, emitted, ids, now) {
-      return deliveriesRepository.insertSubscribed(db, accountId, emitted, ids, { now, delayMs: initialDelay(opts.retryDelaysMs) });
+      return deliveriesRepository.insertSubscribed(db, accountId, repo.enabled(db, accountId), emitted, ids, { now, delayMs: initialDelay(opts.retryDelaysMs) });
     },
     delivered() {
       opts.onCreated?.();
