@@ -13,6 +13,8 @@ export interface Config {
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateUrls: boolean;
+  /** How many webhooks (enabled or not) one account may have: each event writes a delivery per subscribed webhook. */
+  webhookMaxPerAccount: number;
   conversationIdleTimeoutMs: number;
   workerPollIntervalMs: number;
   rundownIntervalMs: number;
@@ -138,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookRetryDelaysMs,
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    webhookMaxPerAccount: int('WEBHOOK_MAX_PER_ACCOUNT', 20, 1, 1000),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
     workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms', { timer: true }),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),

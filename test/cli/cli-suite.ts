@@ -461,6 +461,7 @@ export function cliConfigSuite() {
         // Checked without LLM_BASE_URL too: the typo shows now, not the day the endpoint is switched on.
         ['LLM_TIMEOUT', 'abc', /LLM_TIMEOUT="abc": must be a positive duration/],
         ['AUTH_CACHE_TTL', 'x', /AUTH_CACHE_TTL="x": must be a duration \(0 turns it off\)/],
+        ['WEBHOOK_MAX_PER_ACCOUNT', '0', /WEBHOOK_MAX_PER_ACCOUNT="0": must be an integer from 1 to 1000/],
       ] as const;
       const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
       results.forEach((r, i) => {

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { lockingRead } from '../../db/locks.js';
 import { precompile } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
 
@@ -51,6 +52,13 @@ let nextShard = Math.floor(Math.random() * KNOWLEDGE_SHARDS);
 export const accountsRepository = {
   insert(db: Conn, row: DB['accounts']) {
     return db.insertInto('accounts').values(row).execute();
+  },
+  /**
+   * Serialises an account's check-then-write (a count before an insert) until the transaction ends: the account
+   * row is locked on PostgreSQL (locks.ts); SQLite runs one writer at a time.
+   */
+  async lockAccount(db: Conn, accountId: string) {
+    await lockingRead(db, db.selectFrom('accounts').select('id').where('id', '=', accountId)).execute();
   },
   findById(db: Conn, id: string) {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,7 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB, RundownsTable } from '../../db/schema.js';
 import { newestFirstPage } from '../../db/pagination.js';
-import { lockingRead } from '../../db/locks.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -68,10 +67,6 @@ export const rundownsRepository = {
   },
   faqQuestions(db: Conn, accountId: string) {
     return db.selectFrom('faqs').select('question').where('account_id', '=', accountId).execute();
-  },
-  /** Serialises suggestion-making per account (locks.ts: the row locked on PostgreSQL; SQLite runs one writer). */
-  async lockAccount(db: Conn, accountId: string) {
-    await lockingRead(db, db.selectFrom('accounts').select('id').where('id', '=', accountId)).execute();
   },
   /** Accounts created before the window ended that have no scheduled rundown of it yet. */
   accountsMissingWindow(db: Conn, w: Period) {

@@ -6,6 +6,7 @@ import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { parseIsoInstant } from '../../lib/iso-time.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
+import { accountsRepository } from '../accounts/accounts.repository.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
 import { isKnowledgeQuestion, normaliseQuestion } from '../assistant/questions.js';
 import { EMAILS_IN_TEXT } from '../assistant/text.js';
@@ -195,7 +196,7 @@ export function createRundownsService(deps: {
       // before the rundown row is inserted: that insert takes a key-share lock on the account (its foreign key), and
       // two transactions each holding one and then asking for the update lock deadlocked (a 500 on PostgreSQL).
       const candidates = top.filter((g) => g.count >= SUGGEST_AT_COUNT);
-      if (candidates.length > 0) await repo.lockAccount(trx, accountId);
+      if (candidates.length > 0) await accountsRepository.lockAccount(trx, accountId);
       // Claim first: the loser of a race for a scheduled window stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) return null;
       body.suggestedFaqs = await suggest(trx, accountId, candidates);

@@ -21,6 +21,10 @@ export const webhooksRepository = {
   enabled(db: QueryCreator<DB>, accountId: string) {
     return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'events']).where('account_id', '=', accountId).where('enabled', '=', 1);
   },
+  async count(db: Conn, accountId: string) {
+    const r = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
   insert(db: Conn, row: WebhooksTable) {
     return db.insertInto('webhooks').values(row).execute();
   },

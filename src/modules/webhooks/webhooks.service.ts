@@ -6,6 +6,7 @@ import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { afterCommit, outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
+import { accountsRepository } from '../accounts/accounts.repository.js';
 import type { DeliveryEngine } from './delivery.js';
 import type { EventFanout } from './events.js';
 import { initialDelay } from './retry.js';
@@ -122,7 +123,7 @@ export function createFanout(opts: {
 export function createWebhooksService(
   db: Kysely<DB>,
   clock: Clock,
-  config: Pick<Config, 'webhookAllowPrivateUrls'>,
+  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookMaxPerAccount'>,
   engine: DeliveryEngine,
 ) {
   const allowPrivate = config.webhookAllowPrivateUrls;
@@ -201,7 +202,16 @@ export function createWebhooksService(
         created_at: now,
         updated_at: now,
       };
-      await writeTransaction(db, (trx) => repo.insert(trx, row));
+      await writeTransaction(db, async (trx) => {
+        // Every event writes one delivery per subscribed webhook: the cap bounds what one message costs. Counted
+        // with the account row locked, so two creates at once cannot both take the last place.
+        await accountsRepository.lockAccount(trx, accountId);
+        const max = config.webhookMaxPerAccount;
+        if ((await repo.count(trx, accountId)) >= max) {
+          throw invalidRequest(`an account may have at most ${max} webhooks (enabled or disabled): delete one before creating another`);
+        }
+        await repo.insert(trx, row);
+      });
       return toRecord(row);
     },
 

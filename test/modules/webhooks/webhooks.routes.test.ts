@@ -163,6 +163,41 @@ for (const dialect of DIALECTS) {
     });
   });
 
+  describe(`webhooks per account (${dialect})`, () => {
+    const t = useTestApp(dialect, { env: { WEBHOOK_MAX_PER_ACCOUNT: '3' } });
+    const body = { url: 'https://example.com/hooks', events: ['escalation'], secret: 'whsec_12345678' };
+    const create = (key: string) => t.request('POST', '/v1/webhooks', { key, body });
+    const total = async (key: string) => (await t.request('GET', '/v1/webhooks', { key })).body.data.total;
+
+    test('past WEBHOOK_MAX_PER_ACCOUNT a create is a 400 naming the limit and writes nothing; disabled ones count', async () => {
+      const { key } = await t.account();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await create(key)).body.data.id);
+      // A disabled webhook can be re-enabled at any time: it keeps its place.
+      assert.equal((await t.request('PUT', `/v1/webhooks/${ids[0]}`, { key, body: { enabled: false } })).status, 200);
+      const refused = await create(key);
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.error.code, 'INVALID_REQUEST');
+      assert.match(refused.body.error.message, /at most 3 webhooks/);
+      assert.equal(await total(key), 3);
+      // Another account has its own places.
+      const other = await t.account();
+      assert.equal((await create(other.key)).status, 201);
+      // A place freed by a delete is taken again.
+      assert.equal((await t.request('DELETE', `/v1/webhooks/${ids[1]}`, { key })).status, 200);
+      assert.equal((await create(key)).status, 201);
+      assert.equal(await total(key), 3);
+    });
+
+    test('creates racing for the last place: one wins', async () => {
+      const { key } = await t.account();
+      for (let i = 0; i < 2; i++) assert.equal((await create(key)).status, 201);
+      const statuses = (await Promise.all(Array.from({ length: 6 }, () => create(key)))).map((r) => r.status).sort();
+      assert.deepEqual(statuses, [201, 400, 400, 400, 400, 400]);
+      assert.equal(await total(key), 3);
+    });
+  });
+
   describe(`webhooks SSRF guard at registration (${dialect})`, () => {
     const t = useTestApp(dialect, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' } });
 
