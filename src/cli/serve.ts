@@ -88,15 +88,6 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
   const app = await buildApp(ctx, { loggerInstance: log });
   const worker = opts.worker ? createWorker(workerTasks(ctx), log) : null;
 
-  const accounts = await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
-  if (accounts.length === 0) {
-    process.stderr.write(
-      'parley: the database has no account yet. Create one and its key with:\n' +
-        '  npx parley init                      (account on the pro plan + server key, printed once)\n' +
-        'or\n  npx parley accounts create --name "Acme" --plan pro\n  npx parley keys create --account <acct_id>\n',
-    );
-  }
-
   let address: string;
   try {
     address = await app.listen({ port: config.port, host: config.host });
@@ -115,7 +106,16 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     await database.close();
   });
   worker?.start();
-  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, worker: opts.worker })}\n`);
+  // After listening: a port already taken is the one thing to say then, not followed by advice about accounts.
+  const accounts = await ctx.db.selectFrom('accounts').select('id').limit(1).execute();
+  if (accounts.length === 0) {
+    process.stderr.write(
+      'parley: the database has no account yet. Create one and its key with:\n' +
+        '  npx parley init                      (account on the pro plan + server key, printed once)\n' +
+        'or\n  npx parley accounts create --name "Acme" --plan pro\n  npx parley keys create --account <acct_id>\n',
+    );
+  }
+  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, api: `${address}/v1`, worker: opts.worker })}\n`);
   else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
 }
 

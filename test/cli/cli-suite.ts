@@ -108,7 +108,10 @@ export async function startServe(env: Record<string, string>) {
       const line = stdout.split('\n').find((l) => l.includes('listening'));
       if (line) {
         clearTimeout(timer);
-        resolve(JSON.parse(line).listening as string);
+        const said = JSON.parse(line) as { listening: string; api: string };
+        // The API's base URL beside the bare address: what a client is configured with.
+        if (said.api !== `${said.listening}/v1`) reject(new Error(`serve --json said ${line}`));
+        resolve(said.listening);
       }
     });
     child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
@@ -576,6 +579,8 @@ export function cliConfigSuite() {
         assert.equal(r.code, 1);
         assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port} \\(HOST, PORT\\): the port is already in use`));
         assert.doesNotMatch(r.stderr, /unexpected error|at \S+:\d+/);
+        // The new, empty database gets no advice about accounts: the port is what is wrong.
+        assert.doesNotMatch(r.stderr, /no account yet/);
         assert.ok(Date.now() - started < 15_000);
       } finally {
         busy.close();
