@@ -1,11 +1,14 @@
 import { Type, type Static } from 'typebox';
 import { TEXT_PATTERNS } from '../../http/schemas.js';
 
+/** Each field's longest length; the dashboard's fields take theirs from here too. */
+export const PERSONA_MAX_LENGTH = { name: 100, greeting: 1_000, tone: 200 } as const;
+
 // The name and the tone are one line: the name is the persona of conversations (and their events), the tone a few
 // words for an LLM provider.
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: TEXT_PATTERNS.singleLine.pattern });
-const Greeting = Type.String({ minLength: 1, maxLength: 1_000 });
-const Tone = Type.String({ minLength: 1, maxLength: 200, pattern: TEXT_PATTERNS.singleLine.pattern, description: 'a few words, e.g. "friendly and concise"' });
+const Name = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.name, pattern: TEXT_PATTERNS.singleLine.pattern });
+const Greeting = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.greeting });
+const Tone = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.tone, pattern: TEXT_PATTERNS.singleLine.pattern, description: 'a few words, e.g. "friendly and concise"' });
 
 export const AssistantSettings = Type.Object({ name: Type.String(), greeting: Type.String(), tone: Type.String() });
 export type AssistantSettings = Static<typeof AssistantSettings>;
