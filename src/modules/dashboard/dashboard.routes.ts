@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
+import { DEFAULT_SETTINGS, PERSONA_MAX_LENGTH, UNNAMED_GREETING } from '../assistant/assistant.schemas.js';
 
 /**
  * If-None-Match as RFC 9110 §13.1.2 reads it: `*`, or a list of tags compared weakly (`W/"x"` matches `"x"`), as a
@@ -46,6 +47,30 @@ interface Asset {
 
 /** Where app.js takes the event kinds a webhook may subscribe to. */
 const EVENTS_PLACEHOLDER = '[/* SUBSCRIBABLE_EVENTS */]';
+/** Where app.js takes the persona's defaults and limits, for the Assistant screen's greeting preview and its fields. */
+const PERSONA_PLACEHOLDER = '{/* PERSONA */}';
+
+/**
+ * What the Assistant screen mirrors of the API: the greeting rule's constants (assistant.service.ts greetingText)
+ * and each field's longest length, as the schema has them.
+ */
+function personaForDashboard() {
+  return {
+    defaultName: DEFAULT_SETTINGS.name,
+    defaultGreeting: DEFAULT_SETTINGS.greeting,
+    unnamedGreeting: UNNAMED_GREETING,
+    maxLength: PERSONA_MAX_LENGTH,
+  };
+}
+
+/** app.js as served: the placeholders filled in, so the lists and limits have one source. */
+function fillScript(text: string): string {
+  for (const placeholder of [EVENTS_PLACEHOLDER, PERSONA_PLACEHOLDER]) {
+    if (!text.includes(placeholder)) throw new Error(`dashboard app.js lacks ${placeholder}`);
+  }
+  // Replaced by functions: a `$` in a value is then not read as a replacement pattern.
+  return text.replace(EVENTS_PLACEHOLDER, () => JSON.stringify(SUBSCRIBABLE_EVENTS)).replace(PERSONA_PLACEHOLDER, () => JSON.stringify(personaForDashboard()));
+}
 
 function load(file: string, type: string, fill: (text: string) => string = (t) => t): Asset {
   const body = Buffer.from(fill(readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8')));
@@ -59,10 +84,7 @@ function load(file: string, type: string, fill: (text: string) => string = (t) =
 export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
   // Read once: a request never touches the disk, and a missing asset stops the process at start, not at first use.
   const page = load('index.html', 'text/html; charset=utf-8');
-  const script = load('app.js', 'text/javascript; charset=utf-8', (text) => {
-    if (!text.includes(EVENTS_PLACEHOLDER)) throw new Error(`dashboard app.js lacks ${EVENTS_PLACEHOLDER}`);
-    return text.replace(EVENTS_PLACEHOLDER, JSON.stringify(SUBSCRIBABLE_EVENTS));
-  });
+  const script = load('app.js', 'text/javascript; charset=utf-8', fillScript);
   const style = load('app.css', 'text/css; charset=utf-8');
   // Linked from the page: without one, browsers ask for /favicon.ico and log the 404 as an error on every load.
   const icon = load('favicon.svg', 'image/svg+xml');

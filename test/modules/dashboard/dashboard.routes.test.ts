@@ -4,6 +4,7 @@ import { before, describe, test } from 'node:test';
 import { JSDOM, VirtualConsole, type DOMWindow } from 'jsdom';
 import { DASHBOARD_ASSETS_DIR } from '../../../src/modules/dashboard/dashboard.routes.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import { DEFAULT_SETTINGS, UNNAMED_GREETING } from '../../../src/modules/assistant/assistant.schemas.js';
 import { useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
@@ -47,8 +48,8 @@ async function until<T>(fn: () => T | null | undefined | false, what: string, ti
 interface Page {
   window: DOMWindow;
   document: Document;
-  /** Every request the page made: method, path and headers. */
-  requests: { method: string; path: string; query: URLSearchParams; headers: Record<string, string> }[];
+  /** Every request the page made: method, path, headers and body. */
+  requests: { method: string; path: string; query: URLSearchParams; headers: Record<string, string>; body?: string }[];
   /** Errors the page raised (uncaught exceptions, failed script loads). */
   errors: unknown[];
   confirmAnswer: boolean;
@@ -76,7 +77,7 @@ async function openDashboard(t: TestApp): Promise<Page> {
     beforeParse(window) {
       (window as unknown as { fetch: typeof fetch }).fetch = (input, init) => {
         const url = new URL(String(input), window.location.href);
-        page.requests.push({ method: init?.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: { ...(init?.headers as Record<string, string>) } });
+        page.requests.push({ method: init?.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: { ...(init?.headers as Record<string, string>) }, body: init?.body as string | undefined });
         return fetch(url, init);
       };
       window.confirm = (text?: string) => {
@@ -134,8 +135,16 @@ for (const dialect of DIALECTS) {
         assert.equal(r.headers.get('content-type'), type, path);
         const stored = readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8');
         const placeholder = '[/* SUBSCRIBABLE_EVENTS */]';
+        const personaPlaceholder = '{/* PERSONA */}';
         if (file === 'app.js') assert.ok(stored.includes(placeholder), 'app.js takes the event kinds from the server');
-        assert.equal(r.text, stored.replace(placeholder, JSON.stringify(SUBSCRIBABLE_EVENTS)), path);
+        if (file === 'app.js') assert.ok(stored.includes(personaPlaceholder), 'app.js takes the persona defaults and limits from the server');
+        const persona = {
+          defaultName: DEFAULT_SETTINGS.name,
+          defaultGreeting: DEFAULT_SETTINGS.greeting,
+          unnamedGreeting: UNNAMED_GREETING,
+          maxLength: { name: 100, greeting: 1_000, tone: 200 },
+        };
+        assert.equal(r.text, stored.replace(placeholder, JSON.stringify(SUBSCRIBABLE_EVENTS)).replace(personaPlaceholder, JSON.stringify(persona)), path);
         const csp = cspDirectives(r.headers.get('content-security-policy'));
         assert.equal(csp.get('default-src'), "'self'", path);
         assert.equal(csp.get('script-src'), "'self'", path);
@@ -769,6 +778,116 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(page.errors, []);
       } finally {
         page.close();
+      }
+    });
+    test('assistant: the persona loads with its limits; the preview is the greeting customers get; Save sends only the changed fields; a blank name is refused and marked', async () => {
+      const { key: own } = await t.account();
+      const greetingOfNewConversation = async () => (await t.request('POST', '/v1/chat/conversations', { key: own, body: {} })).body.data.messages[0].content as string;
+      const stored = async () => (await t.request('GET', '/v1/settings/assistant', { key: own })).body.data;
+      const page = await openDashboard(t);
+      const value = (field: string) => page.$<HTMLInputElement | HTMLTextAreaElement>(`#assistant-${field}`)!.value;
+      const preview = () => page.$('#assistant-preview')!.textContent;
+      const puts = () => page.requests.filter((r) => r.method === 'PUT' && r.path === '/v1/settings/assistant');
+      try {
+        page.window.location.hash = '#/assistant';
+        await signIn(page, own);
+        let form = await until(() => page.$('#assistant-settings'), 'the persona form');
+        assert.equal(page.$('[data-nav=assistant]')!.classList.contains('active'), true);
+        assert.deepEqual([value('name'), value('greeting'), value('tone')], [DEFAULT_SETTINGS.name, DEFAULT_SETTINGS.greeting, DEFAULT_SETTINGS.tone]);
+        assert.equal(page.$('#assistant-greeting')!.tagName, 'TEXTAREA');
+        // Every field is labelled, limited as the schema limits it, and described by its limit.
+        for (const [field, max] of [['name', '100'], ['greeting', '1000'], ['tone', '200']] as const) {
+          const input = page.$(`#assistant-${field}`)!;
+          assert.equal(input.getAttribute('maxlength'), max, field);
+          assert.ok(page.$(`label[for="assistant-${field}"]`), `${field} has a label`);
+          assert.match(page.$(`#${input.getAttribute('aria-describedby')}`)!.textContent!, new RegExp(`At most ${max} characters`), field);
+        }
+
+        // The default persona greets without a name, as a new conversation shows; the screen says why.
+        assert.equal(preview(), UNNAMED_GREETING);
+        assert.equal(preview(), await greetingOfNewConversation());
+        assert.equal(page.$('#assistant-unnamed')!.hidden, false);
+        // Typed, not yet saved: {name} filled in with the typed name.
+        setValue(page.$<HTMLInputElement>('#assistant-name'), 'Robin');
+        assert.equal(preview(), "Hi! I'm Robin, the virtual assistant. How can I help you today?");
+        assert.equal(page.$('#assistant-unnamed')!.hidden, true);
+
+        // A blank name: the API's 400, shown in the message line and under the field; nothing is saved.
+        setValue(page.$<HTMLInputElement>('#assistant-name'), '   ');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.equal(page.message(), 'body.name must not be blank (INVALID_REQUEST)');
+        const nameInput = page.$('#assistant-name')!;
+        assert.equal(nameInput.getAttribute('aria-invalid'), 'true');
+        assert.equal(page.$('#assistant-name-error')!.hidden, false);
+        assert.equal(page.$('#assistant-name-error')!.textContent, 'body.name must not be blank');
+        assert.match(nameInput.getAttribute('aria-describedby')!, /\bassistant-name-error\b/);
+        assert.equal(page.document.activeElement, nameInput, 'the refused field has the focus');
+        assert.deepEqual(JSON.parse(puts()[0]!.body!), { name: '   ' }, 'only the changed field was sent');
+        assert.deepEqual(await stored(), DEFAULT_SETTINGS);
+
+        // Meanwhile another client changes the tone: Save does not put the old tone back.
+        assert.equal((await t.request('PUT', '/v1/settings/assistant', { key: own, body: { tone: 'warm and brief' } })).status, 200);
+        const name = `Robin ${XSS}`;
+        const greeting = 'Hey, {name} here.\nAsk me anything, {name} knows the shop.';
+        setValue(page.$<HTMLInputElement>('#assistant-name'), name);
+        setValue(page.$<HTMLTextAreaElement>('#assistant-greeting'), greeting);
+        assert.equal(preview(), `Hey, ${name} here.\nAsk me anything, ${name} knows the shop.`);
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().startsWith('Assistant persona saved'), 'the saved message');
+        assert.equal(page.message(), 'Assistant persona saved (name, greeting changed). New conversations use it from now on.');
+        assert.deepEqual(JSON.parse(puts()[1]!.body!), { name, greeting });
+        assert.deepEqual(await stored(), { name, greeting, tone: 'warm and brief' });
+
+        // Drawn again from the API: the other client's tone, no error left, and the preview is what customers now get.
+        form = await until(() => page.$('#assistant-settings') !== form && page.$('#assistant-settings'), 'the form drawn again');
+        assert.deepEqual([value('name'), value('greeting'), value('tone')], [name, greeting, 'warm and brief']);
+        assert.equal(page.$('#assistant-name')!.getAttribute('aria-invalid'), null);
+        assert.equal(preview(), await greetingOfNewConversation());
+        assert.equal(page.document.querySelectorAll('main img').length, 0, 'the name is text');
+
+        // Nothing changed: nothing is sent.
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().startsWith('Nothing to save'), 'nothing to save');
+        assert.equal(puts().length, 2);
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
+    test('assistant: a key that may only read the persona is refused Save with the API message; one that may not read it sees why', async () => {
+      const { key: own } = await t.account();
+      const accountId = (await t.ctx.services.accounts.authenticate(own))!.accountId;
+      const readOnly = await t.ctx.services.accounts.createKey({ accountId, type: 'server', scopes: ['documents:read'] });
+      const page = await openDashboard(t);
+      try {
+        page.window.location.hash = '#/assistant';
+        await signIn(page, readOnly.key);
+        const form = await until(() => page.$('#assistant-settings'), 'the persona form');
+        setValue(page.$<HTMLInputElement>('#assistant-tone'), 'curt');
+        click(form.querySelector('button[type=submit]'), 'save');
+        await until(() => page.message().includes('(FORBIDDEN)') && !page.message().includes('webhooks'), 'the 403');
+        assert.equal(page.message(), 'this API key lacks the documents:write scope (FORBIDDEN)');
+        assert.equal(page.$('#assistant-tone')!.getAttribute('aria-invalid'), null, 'no field is to blame');
+        assert.equal(form.querySelector<HTMLButtonElement>('button[type=submit]')!.disabled, false, 'Save can be pressed again');
+        assert.equal((await t.request('GET', '/v1/settings/assistant', { key: own })).body.data.tone, DEFAULT_SETTINGS.tone);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+      const { key: narrow } = await t.account({ scopes: ['conversations:read'] });
+      const other = await openDashboard(t);
+      try {
+        other.window.location.hash = '#/assistant';
+        await signIn(other, narrow);
+        await until(() => other.$('#load-failed'), 'the screen that could not load');
+        assert.equal(other.message(), 'this API key lacks the documents:read scope (FORBIDDEN)');
+        assert.equal(other.$('#assistant-settings'), null);
+        assert.deepEqual(other.errors, []);
+      } finally {
+        other.close();
       }
     });
   });

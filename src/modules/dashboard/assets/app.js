@@ -8,6 +8,9 @@
   const KEY_STORAGE = 'parley.dashboard.apiKey';
   // Filled in by dashboard.routes.ts from SUBSCRIBABLE_EVENTS when the file is loaded, so the list has one source.
   const EVENT_KINDS = [/* SUBSCRIBABLE_EVENTS */];
+  // Filled in the same way from assistant.schemas.ts: the default persona, the greeting it has while unnamed, and
+  // each persona field's longest length ({defaultName, defaultGreeting, unnamedGreeting, maxLength: {name, …}}).
+  const PERSONA = {/* PERSONA */};
   const DELIVERY_FILTERS = ['all', 'pending', 'succeeded', 'failed', 'cancelled'];
   const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
   const DOCUMENT_FILTERS = ['all', 'active', 'draft'];
@@ -203,6 +206,7 @@
       else if (r.section === 'knowledge' && (r.id === 'faqs' || r.id === 'documents') && r.sub) await editorView(mount, r.id, r.sub);
       else if (r.section === 'knowledge' && !r.id) await knowledgeView(mount);
       else if (r.section === 'overview') await overviewView(mount);
+      else if (r.section === 'assistant') await assistantView(mount);
       else if (r.section === 'workflows' && r.id) await editorView(mount, 'workflows', r.id);
       else if (r.section === 'workflows') await workflowsView(mount);
       else if (r.section === 'rundowns' && r.id) await rundownView(mount, r.id);
@@ -870,6 +874,123 @@
           ),
           table(['Title', 'Status', 'Updated'], docRows, 'No documents with this status.'),
           pager(docs, ds, 'documents'),
+        ),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Assistant (persona)
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * The greeting as a customer reads it, by the service's own rule (assistant.service.ts greetingText): while the
+   * name is still the default and the greeting too, the unnamed greeting ("Hi! I'm the virtual assistant…", not
+   * "I'm Assistant, the virtual assistant"); otherwise every {name} replaced by the name, with the same call.
+   */
+  function greetingAsShown(name, greeting) {
+    if ((!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting) return PERSONA.unnamedGreeting;
+    return greeting.replaceAll('{name}', name);
+  }
+
+  const PERSONA_FIELDS = [
+    { name: 'name', label: 'Name', hint: 'One line. The assistant introduces itself by it.' },
+    { name: 'greeting', label: 'Greeting', hint: 'The first message of every conversation; {name} is replaced by the name.', long: 4 },
+    { name: 'tone', label: 'Tone', hint: 'One line, a few words such as "friendly and concise": how the optional LLM provider is told to write.' },
+  ];
+
+  /** A textarea reads its text with \n line ends: a stored \r\n is not a change the user made. */
+  const asEdited = (text) => text.replace(/\r\n?/g, '\n');
+
+  /**
+   * The persona's name, greeting and tone (`GET /v1/settings/assistant`). Save sends only the fields changed here
+   * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
+   * its message names is marked.
+   */
+  async function assistantView(mount) {
+    const current = await api('GET', '/settings/assistant');
+    const inputs = PERSONA_FIELDS.map((f) => {
+      const max = PERSONA.maxLength[f.name];
+      const id = `assistant-${f.name}`;
+      const props = { id, name: f.name, maxlength: max, autocomplete: 'off', 'aria-describedby': `${id}-hint` };
+      const input = f.long ? h('textarea', { ...props, rows: f.long }, current[f.name]) : h('input', { ...props, type: 'text', value: current[f.name] });
+      const counter = h('span', { class: 'count' });
+      const hint = h('span', { id: `${id}-hint`, class: 'hint' }, `${f.hint} At most ${max} characters: `, counter, '.');
+      const error = h('p', { id: `${id}-error`, class: 'field-error', hidden: true });
+      return { f, input, counter, hint, error };
+    });
+    const field = (name) => inputs.find((x) => x.f.name === name);
+    const preview = h('p', { id: 'assistant-preview', class: 'content preview' });
+    const unnamed = h(
+      'p',
+      { id: 'assistant-unnamed', class: 'muted', hidden: true },
+      `While the name is "${PERSONA.defaultName}" and the greeting is the default one, the assistant does not introduce itself by name: customers read the greeting above. Once either is changed, the greeting is used with {name} filled in.`,
+    );
+    const update = () => {
+      for (const { input, counter } of inputs) counter.textContent = `${input.value.length} of ${PERSONA.maxLength[input.name]} used`;
+      const name = field('name').input.value;
+      const greeting = field('greeting').input.value;
+      preview.textContent = greetingAsShown(name, greeting);
+      unnamed.hidden = !((!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting);
+    };
+    const clearErrors = () => {
+      for (const { input, error } of inputs) {
+        error.hidden = true;
+        error.textContent = '';
+        input.removeAttribute('aria-invalid');
+        input.setAttribute('aria-describedby', `${input.id}-hint`);
+      }
+    };
+    /** The API's 400 names the field (`body.name must not be blank`): its message is shown under it too. */
+    const markRefused = (err) => {
+      const named = err instanceof ApiFailure && err.status === 400 && /^body\.(\w+)/.exec(err.message);
+      const x = named && field(named[1]);
+      if (!x) return;
+      x.error.textContent = err.message;
+      x.error.hidden = false;
+      x.input.setAttribute('aria-invalid', 'true');
+      x.input.setAttribute('aria-describedby', `${x.input.id}-hint ${x.error.id}`);
+      x.input.focus();
+    };
+    for (const { input } of inputs) {
+      input.addEventListener('input', update);
+      input.addEventListener('change', update);
+    }
+    update();
+    const fields = {
+      nodes: inputs.flatMap(({ input, hint, error }) => [h('label', { for: input.id }, field(input.name).f.label), input, hint, error]),
+      read: () => Object.fromEntries(inputs.map(({ input }) => [input.name, input.value])),
+    };
+    const form = apiForm('assistant-settings', 'Persona', fields, 'Save', async (values) => {
+      clearErrors();
+      const body = {};
+      for (const f of PERSONA_FIELDS) if (values[f.name] !== asEdited(current[f.name])) body[f.name] = values[f.name];
+      const changed = Object.keys(body);
+      if (changed.length === 0) return showMessage('Nothing to save: no field was changed.', 'info');
+      try {
+        await api('PUT', '/settings/assistant', { body });
+      } catch (err) {
+        markRefused(err);
+        throw err;
+      }
+      await render();
+      showMessage(`Assistant persona saved (${changed.join(', ')} changed). New conversations use it from now on.`, 'ok');
+    });
+    mount(
+      h(
+        'div',
+        { id: 'assistant' },
+        h('h2', {}, 'Assistant'),
+        h('p', { class: 'muted' }, 'The persona customers talk to: its name, the greeting that opens every conversation, and its tone.'),
+        form,
+        h(
+          'section',
+          { class: 'card', 'aria-labelledby': 'assistant-preview-title' },
+          h('h3', { id: 'assistant-preview-title' }, 'Greeting preview'),
+          h('p', { class: 'muted' }, 'A new conversation, with the name and greeting as typed above, opens with:'),
+          preview,
+          unnamed,
+          h('p', { class: 'muted' }, "A conversation started with its own persona name (the start request's persona) is greeted with that name instead. Conversations already started keep their greeting."),
         ),
       ),
     );
