@@ -143,7 +143,7 @@ export function createAssistantService(
 
     greetingText(s: AssistantSettings) {
       if (!isChosenName(s.name) && s.greeting === DEFAULT_SETTINGS.greeting) return UNNAMED_GREETING;
-      return s.greeting.replaceAll('{name}', s.name);
+      return s.greeting.replaceAll('{name}', () => s.name);
     },
 
     /** `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). */

@@ -313,6 +313,8 @@ for (const dialect of DIALECTS) {
         const hi = await send(zed.conversation.id, 'hello');
         assert.match(hi.body.data.messages[1].content, /I'm Zed\b/);
         assert.doesNotMatch(hi.body.data.messages[1].content, /Robin/);
+        // A name is text: `$$` and `$&` are not replacement patterns ("Ca$h" greeted as "Ca$h", not "Cah").
+        assert.equal((await start({ persona: 'Ca$$h $& Co' })).messages[0].content, 'Hey, Ca$$h $& Co here.');
         const plain = await start();
         assert.equal(plain.conversation.persona, 'Robin');
         assert.equal(plain.messages[0].content, 'Hey, Robin here.');

@@ -116,7 +116,8 @@ async function signIn(page: Page, key: string) {
 
 for (const dialect of DIALECTS) {
   describe(`dashboard (${dialect})`, () => {
-    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '2s' } });
+    // 21 webhooks make a second page of the list.
+    const t = useTestApp(dialect, { env: { WEBHOOK_TIMEOUT: '2s', WEBHOOK_MAX_PER_ACCOUNT: '25' } });
     let rx: TestServer;
     let rxStatus = 200;
     let rxBody = 'ok';
@@ -828,7 +829,7 @@ for (const dialect of DIALECTS) {
 
         // Meanwhile another client changes the tone: Save does not put the old tone back.
         assert.equal((await t.request('PUT', '/v1/settings/assistant', { key: own, body: { tone: 'warm and brief' } })).status, 200);
-        const name = `Robin ${XSS}`;
+        const name = `Robin $$ $& ${XSS}`; // `$` patterns are text, as the service greets with them
         const greeting = 'Hey, {name} here.\nAsk me anything, {name} knows the shop.';
         setValue(page.$<HTMLInputElement>('#assistant-name'), name);
         setValue(page.$<HTMLTextAreaElement>('#assistant-greeting'), greeting);

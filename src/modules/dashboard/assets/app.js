@@ -890,7 +890,7 @@
    */
   function greetingAsShown(name, greeting) {
     if ((!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting) return PERSONA.unnamedGreeting;
-    return greeting.replaceAll('{name}', name);
+    return greeting.replaceAll('{name}', () => name);
   }
 
   const PERSONA_FIELDS = [
