@@ -12,6 +12,25 @@ export default tseslint.config(
     },
   },
   {
+    // The client library (parley/client) runs with no dependency: the global fetch and node: built-ins. Types may
+    // come from the service's schemas; anything that would load at run time may not.
+    files: ['src/client/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!node:|\\./)',
+              allowTypeImports: true,
+              message: 'src/client may load only node: built-ins and its own files at run time (use `import type` for the service\'s schemas).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },

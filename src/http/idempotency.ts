@@ -46,7 +46,7 @@ declare module 'fastify' {
   }
 }
 
-interface Claim {
+export interface Claim {
   accountId: string;
   key: string;
   lockedAt: number;

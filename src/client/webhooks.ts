@@ -1,0 +1,100 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { WebhookVerificationError } from './errors.js';
+import type { WebhookEvent } from './types.js';
+
+/** The bytes as received: a parsed-and-reserialized body would not verify. */
+export type RawBody = string | Uint8Array;
+
+/** Node's `req.headers`, a plain object with any casing, or a fetch `Headers`. */
+export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
+export interface VerifyWebhookInput {
+  /** The secret the webhook was registered with, as given (its UTF-8 bytes are the HMAC key). */
+  secret: string;
+  rawBody: RawBody;
+  headers: WebhookHeaders;
+  /** How far `webhook-timestamp` may be from now, either way. Default 300 s. */
+  toleranceSeconds?: number;
+  /** "Now", for tests and for checking a stored delivery later (Date or Unix ms). */
+  now?: Date | number;
+}
+
+function bytes(body: RawBody): Buffer {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError('verifyWebhook: rawBody must be the raw body as a string, Buffer or Uint8Array (a parsed object cannot be verified)');
+}
+
+function header(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+  const rec = headers as Record<string, string | string[] | undefined>;
+  const key = Object.keys(rec).find((k) => k.toLowerCase() === name);
+  const v = key === undefined ? undefined : rec[key];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Constant time, and a length mismatch takes as long as a comparison. */
+export function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a, 'utf8');
+  const bb = Buffer.from(b, 'utf8');
+  if (ab.length !== bb.length) {
+    timingSafeEqual(ab, ab);
+    return false;
+  }
+  return timingSafeEqual(ab, bb);
+}
+
+const hmac = (secret: string) => createHmac('sha256', Buffer.from(secret, 'utf8'));
+
+/** `sha256=<lowercase hex HMAC-SHA256 of the body>`: the seed's X-Service-Signature. */
+export const serviceSignature = (secret: string, body: RawBody) => `sha256=${hmac(secret).update(bytes(body)).digest('hex')}`;
+
+/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`: Standard Webhooks' webhook-signature. */
+export const standardSignature = (id: string, timestamp: number | string, secret: string, body: RawBody) =>
+  `v1,${hmac(secret).update(`${id}.${timestamp}.`, 'utf8').update(bytes(body)).digest('base64')}`;
+
+/**
+ * Checks a delivery and answers its parsed body, typed by its `event`; throws WebhookVerificationError otherwise.
+ *
+ * The Standard Webhooks headers are required: their signature covers the delivery id and the timestamp, so a
+ * delivery captured and sent again later is refused (X-Service-Signature alone signs only the body, and a replay
+ * of it would pass). X-Service-Signature, which every delivery carries too, must match when present.
+ */
+export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
+  const { secret, rawBody, headers } = input;
+  if (typeof secret !== 'string' || secret === '') throw new TypeError('verifyWebhook: secret is required');
+  const body = bytes(rawBody);
+  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+
+  const id = header(headers, 'webhook-id');
+  const timestamp = header(headers, 'webhook-timestamp')?.trim();
+  const signatures = header(headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures) {
+    throw new WebhookVerificationError('missing_headers', 'webhook-id, webhook-timestamp and webhook-signature are required');
+  }
+  if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookVerificationError('invalid_timestamp', 'webhook-timestamp is not Unix seconds');
+  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
+  if (Math.abs(Math.floor(nowMs / 1000) - Number(timestamp)) > tolerance) {
+    throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${tolerance} s from now`);
+  }
+  const expected = standardSignature(id, timestamp, secret, body);
+  let match = false;
+  // Every candidate is compared (no early exit): several are sent while a secret is being rotated.
+  for (const candidate of signatures.split(' ')) if (candidate && safeEqual(candidate, expected)) match = true;
+  const service = header(headers, 'x-service-signature');
+  if (service !== undefined && !safeEqual(service.trim(), serviceSignature(secret, body))) match = false;
+  if (!match) throw new WebhookVerificationError('invalid_signature', 'the signature does not match this body and secret');
+
+  let event: unknown;
+  try {
+    event = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new WebhookVerificationError('invalid_payload', 'the body is not JSON');
+  }
+  if (typeof event !== 'object' || event === null || typeof (event as { event?: unknown }).event !== 'string') {
+    throw new WebhookVerificationError('invalid_payload', 'the body is not a Parley event');
+  }
+  return event as WebhookEvent;
+}
