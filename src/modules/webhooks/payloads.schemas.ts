@@ -31,6 +31,8 @@ export const ConversationMessageData = Type.Object(
     content: Type.String(),
     customerId: Type.String(),
     sources: Type.Optional(Type.Array(Type.String(), { description: 'assistant messages only' })),
+    timestamp: Timestamp,
+    position: Type.Integer({ description: "the message's place in its conversation (the greeting is 1): deliveries can arrive out of order" }),
   },
   closed,
 );
