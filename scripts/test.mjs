@@ -17,8 +17,9 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-// The CLI tests run bin/parley.js, which runs the build: build first so they test these sources.
-if (files.some((f) => f.includes(join('test', 'cli')))) {
+// The CLI tests run bin/parley.js, which runs the build, and the client's package test imports 'parley/client' from
+// it: build first so they test these sources.
+if (files.some((f) => f.includes(join('test', 'cli')) || f.includes(join('test', 'client')))) {
   const b = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
   if (b.status !== 0) process.exit(b.status ?? 1);
 }
