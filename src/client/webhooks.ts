@@ -27,10 +27,12 @@ function bytes(body: RawBody): Buffer {
   throw new TypeError('verifyWebhook: rawBody must be the raw body as a string, Buffer or Uint8Array (a parsed object cannot be verified)');
 }
 
-function header(headers: WebhookHeaders, name: string): string | undefined {
+/** A header's (first) value, whatever the casing of its name. */
+export function readHeader(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(n: string): string | null }).get(name) ?? undefined;
   const rec = headers as Record<string, string | string[] | undefined>;
-  const key = Object.keys(rec).find((k) => k.toLowerCase() === name);
+  const lower = name.toLowerCase();
+  const key = lower in rec ? lower : Object.keys(rec).find((k) => k.toLowerCase() === lower);
   const v = key === undefined ? undefined : rec[key];
   return Array.isArray(v) ? v[0] : v;
 }
@@ -68,9 +70,9 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   const body = bytes(rawBody);
   const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
 
-  const id = header(headers, 'webhook-id');
-  const timestamp = header(headers, 'webhook-timestamp')?.trim();
-  const signatures = header(headers, 'webhook-signature');
+  const id = readHeader(headers, 'webhook-id');
+  const timestamp = readHeader(headers, 'webhook-timestamp')?.trim();
+  const signatures = readHeader(headers, 'webhook-signature');
   if (!id || !timestamp || !signatures) {
     throw new WebhookVerificationError('missing_headers', 'webhook-id, webhook-timestamp and webhook-signature are required');
   }
@@ -83,7 +85,7 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   let match = false;
   // Every candidate is compared (no early exit): several are sent while a secret is being rotated.
   for (const candidate of signatures.split(' ')) if (candidate && safeEqual(candidate, expected)) match = true;
-  const service = header(headers, 'x-service-signature');
+  const service = readHeader(headers, 'x-service-signature');
   if (service !== undefined && !safeEqual(service.trim(), serviceSignature(secret, body))) match = false;
   if (!match) throw new WebhookVerificationError('invalid_signature', 'the signature does not match this body and secret');
 

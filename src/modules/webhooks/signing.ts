@@ -7,9 +7,12 @@
  *    "{id}.{timestamp}.{body}")>`; the key is the UTF-8 bytes of the secret. The timestamp lets receivers
  *    reject replays.
  *
- * `verifyDelivery` is the receiver helper the README shows. It depends on node:crypto only.
+ * `verifyDelivery` is the receiver helper the README shows. It depends on node:crypto only (through the client
+ * library's webhook primitives, which load nothing else).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// The primitives are the client library's (it may not load server code; the server may load it), so sender and
+// receiver cannot drift apart.
+import { readHeader as header, safeEqual, serviceSignature, standardSignature, type WebhookHeaders } from '../../client/webhooks.js';
 
 export type Body = string | Buffer | Uint8Array;
 
@@ -18,29 +21,12 @@ export const EVENT_HEADER = 'X-Service-Event';
 export const DELIVERY_ID_HEADER = 'X-Service-Delivery-Id';
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
 
-function toBuffer(body: Body): Buffer {
-  if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-}
-
 /** `sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the secret>` */
-export function signBody(secret: string, body: Body): string {
-  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(toBuffer(body)).digest('hex')}`;
-}
+export const signBody = (secret: string, body: Body): string => serviceSignature(secret, body);
 
 /** The `v1,<base64>` Standard Webhooks signature of `{id}.{timestamp}.{body}`. */
-export function standardWebhookSignature(
-  deliveryId: string,
-  secret: string,
-  body: Body,
-  timestampSeconds: number | string,
-): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
-    .update(`${deliveryId}.${timestampSeconds}.`, 'utf8')
-    .update(toBuffer(body))
-    .digest('base64');
-  return `v1,${mac}`;
-}
+export const standardWebhookSignature = (deliveryId: string, secret: string, body: Body, timestampSeconds: number | string): string =>
+  standardSignature(deliveryId, timestampSeconds, secret, body);
 
 export type StandardWebhookHeaders = {
   'webhook-id': string;
@@ -96,36 +82,7 @@ export function buildDeliveryHeaders(input: {
 // ---------------------------------------------------------------------------------------------
 
 /** Headers as Node's `req.headers`, a plain object with any casing, or a fetch `Headers`. */
-export type HeaderSource =
-  | { get(name: string): string | null }
-  | Record<string, string | string[] | undefined>;
-
-function header(headers: HeaderSource, name: string): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    const v = (headers as { get(name: string): string | null }).get(name);
-    return v ?? undefined;
-  }
-  const rec = headers as Record<string, string | string[] | undefined>;
-  const lower = name.toLowerCase();
-  let v = rec[lower] ?? rec[name];
-  if (v === undefined) {
-    const key = Object.keys(rec).find((k) => k.toLowerCase() === lower);
-    if (key !== undefined) v = rec[key];
-  }
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** Constant-time comparison that does not leak through a length mismatch. */
-function safeEqual(a: string, b: string): boolean {
-  const ab = Buffer.from(a, 'utf8');
-  const bb = Buffer.from(b, 'utf8');
-  if (ab.length !== bb.length) {
-    // Compare against itself so the time spent does not depend on where the inputs differ.
-    timingSafeEqual(ab, ab);
-    return false;
-  }
-  return timingSafeEqual(ab, bb);
-}
+export type HeaderSource = WebhookHeaders;
 
 export type VerifyFailureReason =
   | 'missing_signature'
