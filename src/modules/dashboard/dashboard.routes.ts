@@ -1,19 +1,8 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
+import { loadAsset, serveAsset, type StaticAsset } from '../../http/static-assets.js';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
 import { DEFAULT_SETTINGS, PERSONA_MAX_LENGTH, UNNAMED_GREETING } from '../assistant/assistant.schemas.js';
-
-/**
- * If-None-Match as RFC 9110 §13.1.2 reads it: `*`, or a list of tags compared weakly (`W/"x"` matches `"x"`), as a
- * caching proxy may send them; browsers send the exact tag.
- */
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
-}
 
 /**
  * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
@@ -38,12 +27,6 @@ export const DASHBOARD_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
-
-interface Asset {
-  body: Buffer;
-  type: string;
-  etag: string;
-}
 
 /** Where app.js takes the event kinds a webhook may subscribe to. */
 const EVENTS_PLACEHOLDER = '[/* SUBSCRIBABLE_EVENTS */]';
@@ -72,10 +55,7 @@ function fillScript(text: string): string {
   return text.replace(EVENTS_PLACEHOLDER, () => JSON.stringify(SUBSCRIBABLE_EVENTS)).replace(PERSONA_PLACEHOLDER, () => JSON.stringify(personaForDashboard()));
 }
 
-function load(file: string, type: string, fill: (text: string) => string = (t) => t): Asset {
-  const body = Buffer.from(fill(readFileSync(`${DASHBOARD_ASSETS_DIR}${file}`, 'utf8')));
-  return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
-}
+const load = (file: string, type: string, fill?: (text: string) => string) => loadAsset(DASHBOARD_ASSETS_DIR, file, type, fill);
 
 /**
  * The staff dashboard: a static page and its script, a client of the public /v1 API with the key the user pastes.
@@ -89,20 +69,8 @@ export const dashboardRoutes = (): FastifyPluginAsync => async (app) => {
   // Linked from the page: without one, browsers ask for /favicon.ico and log the 404 as an error on every load.
   const icon = load('favicon.svg', 'image/svg+xml');
 
-  const serve = (asset: Asset) => ({
-    schema: { hide: true },
-    handler: async (req: FastifyRequest, reply: FastifyReply) => {
-      reply
-        .header('content-security-policy', DASHBOARD_CSP)
-        .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'no-referrer')
-        // no-cache = revalidate every time, so a new release is picked up at once; the ETag keeps that cheap.
-        .header('cache-control', 'no-cache')
-        .header('etag', asset.etag);
-      if (etagMatches(req.headers['if-none-match'], asset.etag)) return reply.code(304).send();
-      return reply.type(asset.type).send(asset.body);
-    },
-  });
+  const headers = { 'content-security-policy': DASHBOARD_CSP, 'referrer-policy': 'no-referrer' };
+  const serve = (asset: StaticAsset) => serveAsset(asset, headers);
 
   app.get('/dashboard', serve(page));
   app.get('/dashboard/', serve(page));
