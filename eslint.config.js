@@ -44,4 +44,14 @@ export default tseslint.config(
       ),
     },
   },
+  {
+    // The chat widget runs in the owner's pages as a classic script (src/modules/widget/assets).
+    files: ['src/modules/widget/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'URL', 'Promise', 'AbortController', 'CSSStyleSheet', 'Uint8Array', 'setTimeout', 'clearTimeout'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
 );

@@ -20,6 +20,7 @@ import { chatRoutes } from './modules/chat/chat.routes.js';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.js';
 import { conversationsRoutes } from './modules/conversations/conversations.routes.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
+import { widgetRoutes } from './modules/widget/widget.routes.js';
 import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 import { rundownsRoutes } from './modules/rundowns/rundowns.routes.js';
@@ -319,6 +320,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   );
   // The staff dashboard is a static client of the API above, so it lives beside it, not under /v1.
   await app.register(dashboardRoutes());
+  // The customer chat widget's script, for the owner's site: a static client of /v1/chat.
+  await app.register(widgetRoutes());
 
   return app;
 }

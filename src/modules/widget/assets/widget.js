@@ -1,0 +1,606 @@
+/*
+ * Parley chat widget: the customer side of /v1/chat, for an owner's web site.
+ *
+ *   <script src="https://parley.example.com/widget.js" data-key="pk_…" async></script>
+ *
+ * Plain JavaScript, no dependency, one file (its CSS is below). Everything renders inside a Shadow DOM, so the
+ * page's CSS does not reach it and its CSS does not leak out; all text from the conversation is set with
+ * textContent, never as HTML. It talks only to the API base taken from its own src (or data-api). See docs/widget.md.
+ */
+(function () {
+  'use strict';
+
+  var script = document.currentScript || document.querySelector('script[data-key][src*="widget.js"]');
+  if (!script || window.__parleyWidget) return;
+  window.__parleyWidget = true;
+
+  var data = script.dataset;
+  var KEY = (data.key || '').trim();
+  if (!/^pk_/.test(KEY)) {
+    // A server key in a web page would hand the whole account to every visitor: refuse it rather than use it.
+    console.error('Parley widget: data-key must be a public key (pk_…); ' + (KEY ? 'refusing to use a non-public key in a web page' : 'none given'));
+    return;
+  }
+  var API = (data.api || new URL('v1', script.src).href).replace(/\/+$/, '');
+  var TITLE = data.title || 'Chat with us';
+  var STORE_KEY = 'parley.widget.' + KEY;
+  /** Attempts of one request when the network fails (the first included), and the wait before each retry. */
+  var ATTEMPTS = 4;
+  var BACKOFF_MS = [500, 1500, 3500];
+  /** A request with no answer after this long is treated as a network failure (and retried with its key). */
+  var TIMEOUT_MS = 30000;
+
+  var CSS = [
+    ':host{all:initial !important;display:block !important;position:static !important;visibility:visible !important;opacity:1 !important}',
+    '*{box-sizing:border-box;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}',
+    '[hidden]{display:none !important}',
+    '.root{--accent:#2563eb;--fg:#111827;--muted:#6b7280;--bg:#fff;--soft:#f3f4f6;font-size:15px;line-height:1.4;color:var(--fg)}',
+    '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:56px;height:56px;border-radius:50%;border:0;cursor:pointer;',
+    'background:var(--accent);color:#fff;box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;padding:0}',
+    '.launcher svg{width:28px;height:28px;fill:currentColor}',
+    '.launcher:focus-visible,button:focus-visible,textarea:focus-visible,input:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
+    '.panel{position:fixed;right:20px;bottom:88px;z-index:2147483000;width:370px;max-width:calc(100vw - 40px);height:560px;max-height:calc(100vh - 110px);',
+    'background:var(--bg);border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden}',
+    'header{background:var(--accent);color:#fff;padding:12px 12px 10px 16px;display:flex;align-items:center;gap:8px;flex:none}',
+    'h2{font-size:16px;font-weight:600;margin:0;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}',
+    '.close{background:transparent;border:0;color:#fff;font-size:24px;line-height:1;width:36px;height:36px;border-radius:8px;cursor:pointer;padding:0}',
+    '.close:hover{background:rgba(255,255,255,.15)}',
+    '.actions{display:flex;gap:8px;padding:8px 12px;border-bottom:1px solid #e5e7eb;flex:none;flex-wrap:wrap}',
+    '.actions button,.newchat{font-size:13px;background:var(--soft);border:1px solid #e5e7eb;color:var(--fg);border-radius:999px;padding:5px 12px;cursor:pointer}',
+    '.actions button:hover{background:#e5e7eb}',
+    '.log{flex:1;overflow-y:auto;padding:14px 12px;display:flex;flex-direction:column;gap:8px;background:var(--bg)}',
+    '.msg{max-width:85%;padding:8px 12px;border-radius:14px;white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}',
+    '.msg.assistant{align-self:flex-start;background:var(--soft);border-bottom-left-radius:4px}',
+    '.msg.customer{align-self:flex-end;background:var(--accent);color:#fff;border-bottom-right-radius:4px}',
+    '.msg.customer.pending{opacity:.7}',
+    '.note{align-self:center;text-align:center;color:var(--muted);font-size:13px;max-width:90%}',
+    '.typing{align-self:flex-start;background:var(--soft);border-radius:14px;padding:10px 14px;display:flex;gap:4px}',
+    '.typing span{width:7px;height:7px;border-radius:50%;background:#9ca3af;animation:blink 1.2s infinite}',
+    '.typing span:nth-child(2){animation-delay:.2s}.typing span:nth-child(3){animation-delay:.4s}',
+    '@keyframes blink{0%,80%,100%{opacity:.3}40%{opacity:1}}',
+    '@media (prefers-reduced-motion:reduce){.typing span{animation:none}}',
+    '.contact{margin:0 12px 8px;padding:10px 12px;border:1px solid #e5e7eb;border-radius:10px;background:#fafafa;display:flex;flex-direction:column;gap:6px;flex:none}',
+    '.contact p{margin:0;font-size:13px}',
+    '.contact label{font-size:12px;color:var(--muted)}',
+    '.contact input{font-size:15px;padding:7px 9px;border:1px solid #d1d5db;border-radius:8px;width:100%;background:#fff;color:var(--fg)}',
+    '.contact button{align-self:flex-end;background:var(--accent);color:#fff;border:0;border-radius:8px;padding:7px 14px;cursor:pointer;font-size:14px}',
+    '.contact-done{margin:0 12px 8px;font-size:13px;color:#065f46;background:#ecfdf5;border-radius:10px;padding:8px 12px;flex:none}',
+    '.contact-done button{background:none;border:0;color:inherit;text-decoration:underline;cursor:pointer;padding:0 0 0 4px;font-size:13px}',
+    '.error{margin:0 12px 8px;font-size:13px;color:#991b1b;background:#fef2f2;border-radius:10px;padding:8px 12px;flex:none}',
+    '.newchat{align-self:center;margin-top:4px}',
+    '.compose{display:flex;gap:8px;align-items:flex-end;padding:10px 12px;border-top:1px solid #e5e7eb;flex:none;background:var(--bg)}',
+    '.compose textarea{flex:1;resize:none;font-size:15px;line-height:1.4;padding:8px 10px;border:1px solid #d1d5db;border-radius:10px;max-height:120px;min-height:40px;',
+    'color:var(--fg);background:#fff}',
+    '.send{background:var(--accent);color:#fff;border:0;border-radius:10px;height:40px;padding:0 14px;cursor:pointer;font-size:14px;font-weight:600}',
+    '.send:disabled{opacity:.5;cursor:default}',
+    '.sr{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}',
+    // A phone: the panel takes the whole screen, its header's close button is the way back.
+    '@media (max-width:480px){.panel{right:0;bottom:0;width:100%;max-width:100%;height:100%;max-height:100%;border-radius:0}',
+    '.root.open .launcher{display:none}.compose textarea{font-size:16px}}',
+  ].join('\n');
+
+  // ---- state kept across page loads: the conversation of this key on this site --------------------------------
+  var memory = {};
+  function readStore() {
+    try {
+      return JSON.parse(window.localStorage.getItem(STORE_KEY) || '{}') || {};
+    } catch {
+      return memory;
+    }
+  }
+  function writeStore(patch) {
+    var s = readStore();
+    for (var k in patch) {
+      if (patch[k] === null) delete s[k];
+      else s[k] = patch[k];
+    }
+    memory = s;
+    try {
+      window.localStorage.setItem(STORE_KEY, JSON.stringify(s));
+    } catch {
+      /* storage refused (private mode, quota): kept for this page only */
+    }
+  }
+
+  // ---- DOM ------------------------------------------------------------------------------------------------------
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    for (var a in attrs || {}) {
+      if (a === 'text') e.textContent = attrs[a];
+      else if (a === 'hidden') e.hidden = attrs[a];
+      else e.setAttribute(a, attrs[a]);
+    }
+    (children || []).forEach(function (c) {
+      e.appendChild(c);
+    });
+    return e;
+  }
+  function icon(d) {
+    var ns = 'http://www.w3.org/2000/svg';
+    var svg = document.createElementNS(ns, 'svg');
+    svg.setAttribute('viewBox', '0 0 24 24');
+    svg.setAttribute('aria-hidden', 'true');
+    svg.setAttribute('focusable', 'false');
+    var path = document.createElementNS(ns, 'path');
+    path.setAttribute('d', d);
+    svg.appendChild(path);
+    return svg;
+  }
+
+  var host = document.createElement('parley-widget');
+  var shadow = host.attachShadow({ mode: 'open' });
+  // A constructed stylesheet is not an inline <style>, so a page whose CSP has no 'unsafe-inline' still styles it.
+  try {
+    var sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    shadow.adoptedStyleSheets = [sheet];
+  } catch {
+    shadow.appendChild(el('style', { text: CSS }));
+  }
+
+  var launcher = el('button', { type: 'button', class: 'launcher', 'aria-label': 'Open chat: ' + TITLE, 'aria-expanded': 'false', 'aria-controls': 'parley-panel' }, [
+    icon('M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z'),
+  ]);
+  var closeBtn = el('button', { type: 'button', class: 'close', 'aria-label': 'Close chat', text: '\u00d7' });
+  var escalateBtn = el('button', { type: 'button', class: 'escalate', text: 'Talk to a person' });
+  var endBtn = el('button', { type: 'button', class: 'end', text: 'End chat' });
+  var log = el('div', { class: 'log', role: 'log', 'aria-label': 'Conversation' });
+  var live = el('div', { class: 'sr', 'aria-live': 'polite', 'aria-atomic': 'true' });
+  var typing = el('div', { class: 'typing', hidden: true, 'aria-label': 'The assistant is typing', role: 'status' }, [el('span'), el('span'), el('span')]);
+  var errorBox = el('div', { class: 'error', role: 'alert', hidden: true });
+  var contactEmail = el('input', { type: 'email', id: 'parley-contact-email', name: 'email', required: '', autocomplete: 'email', maxlength: '320' });
+  var contactName = el('input', { type: 'text', id: 'parley-contact-name', name: 'name', autocomplete: 'name', maxlength: '200' });
+  var contactForm = el('form', { class: 'contact', hidden: true, 'aria-label': 'Contact details', novalidate: '' }, [
+    el('p', { text: 'A person from our team will follow up. Where can they reach you?' }),
+    el('label', { for: 'parley-contact-email', text: 'Email (required)' }),
+    contactEmail,
+    el('label', { for: 'parley-contact-name', text: 'Name (optional)' }),
+    contactName,
+    el('button', { type: 'submit', text: 'Send details' }),
+  ]);
+  var contactDoneText = el('span');
+  var contactChange = el('button', { type: 'button', text: 'Change' });
+  var contactDone = el('div', { class: 'contact-done', role: 'status', hidden: true }, [contactDoneText, contactChange]);
+  var input = el('textarea', { id: 'parley-input', rows: '1', maxlength: '4000', placeholder: 'Type your message…', autocomplete: 'off' });
+  var sendBtn = el('button', { type: 'submit', class: 'send', text: 'Send' });
+  var compose = el('form', { class: 'compose' }, [el('label', { for: 'parley-input', class: 'sr', text: 'Your message' }), input, sendBtn]);
+  var panel = el('section', { class: 'panel', id: 'parley-panel', role: 'dialog', 'aria-label': TITLE, hidden: true }, [
+    el('header', {}, [el('h2', { text: TITLE }), closeBtn]),
+    el('div', { class: 'actions' }, [escalateBtn, endBtn]),
+    log,
+    errorBox,
+    contactForm,
+    contactDone,
+    compose,
+    live,
+  ]);
+  var root = el('div', { class: 'root' }, [launcher, panel]);
+  if (data.color) root.style.setProperty('--accent', data.color);
+  shadow.appendChild(root);
+
+  // ---- the conversation as the widget knows it -------------------------------------------------------------------
+  var state = {
+    conversation: null, // the API's conversation, once started or restored
+    loading: null, // the promise of the start or restore under way
+    busy: false, // a send under way
+    /** The text of the last send that failed and the key it went with: sending the same text again reuses the key. */
+    pending: null,
+    contactEditing: false,
+  };
+
+  function uuid() {
+    if (window.crypto && typeof window.crypto.randomUUID === 'function') return window.crypto.randomUUID();
+    var b = new Uint8Array(16);
+    window.crypto.getRandomValues(b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    var h = Array.prototype.map.call(b, function (x) {
+      return (x + 0x100).toString(16).slice(1);
+    }).join('');
+    return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
+  }
+  function sleep(ms) {
+    return new Promise(function (r) {
+      setTimeout(r, ms);
+    });
+  }
+
+  /**
+   * One call to the chat API. Every POST carries an Idempotency-Key (`idemKey`, or a new one): when the network
+   * fails (or no answer comes within TIMEOUT_MS) it is sent again with the same key, a few times with a growing
+   * wait, so a message the service did receive is answered again from its record instead of being posted twice.
+   * Answers `{ok, status, data, error, retryAfter}`; `status` 0 when the network never answered.
+   */
+  function call(method, path, body, idemKey) {
+    var headers = { Authorization: 'Bearer ' + KEY };
+    if (method === 'POST') headers['Idempotency-Key'] = idemKey || uuid();
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    var attempt = 0;
+    function once() {
+      var ctrl = typeof AbortController === 'function' ? new AbortController() : null;
+      var timer = ctrl && setTimeout(function () {
+        ctrl.abort();
+      }, TIMEOUT_MS);
+      return window
+        .fetch(API + path, {
+          method: method,
+          headers: headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          credentials: 'omit',
+          mode: 'cors',
+          signal: ctrl ? ctrl.signal : undefined,
+        })
+        .then(
+          function (res) {
+            return res.text().then(function (text) {
+              var json = null;
+              try {
+                json = text ? JSON.parse(text) : null;
+              } catch {
+                json = null;
+              }
+              var retryAfter = parseInt(res.headers.get('Retry-After') || '', 10);
+              var out = {
+                ok: res.ok && !!json && json.success === true,
+                status: res.status,
+                data: json && json.data,
+                error: (json && json.error) || null,
+                retryAfter: isNaN(retryAfter) ? null : retryAfter,
+              };
+              // The first request with this key is still running on the service (it got the message): wait, then ask again.
+              var inProgress = res.status === 429 && out.error && /still being processed/.test(out.error.message || '');
+              if ((inProgress || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1) {
+                return retry((out.retryAfter || 1) * 1000);
+              }
+              return out;
+            });
+          },
+          function () {
+            if (attempt < ATTEMPTS - 1) return retry(BACKOFF_MS[attempt]);
+            return { ok: false, status: 0, data: null, error: null, retryAfter: null };
+          },
+        )
+        .finally(function () {
+          if (timer) clearTimeout(timer);
+        });
+    }
+    function retry(ms) {
+      attempt += 1;
+      return sleep(ms).then(once);
+    }
+    return once();
+  }
+
+  // ---- rendering -------------------------------------------------------------------------------------------------
+  function scrollDown() {
+    log.scrollTop = log.scrollHeight;
+  }
+  function addMessage(m, pending) {
+    var role = m.role === 'customer' ? 'customer' : m.role === 'assistant' ? 'assistant' : 'note';
+    var node = el('div', { class: role === 'note' ? 'note' : 'msg ' + role + (pending ? ' pending' : '') });
+    if (m.id) node.setAttribute('data-id', m.id);
+    var who = role === 'customer' ? 'You: ' : role === 'assistant' ? ((state.conversation && state.conversation.persona) || 'Assistant') + ': ' : '';
+    if (who) node.appendChild(el('span', { class: 'sr', text: who }));
+    node.appendChild(el('span', { class: 'text', text: m.content }));
+    log.insertBefore(node, typing.parentNode === log ? typing : null);
+    if (role === 'assistant') live.textContent = m.content;
+    scrollDown();
+    return node;
+  }
+  function addNote(text) {
+    var node = el('div', { class: 'note', role: 'status', text: text });
+    log.insertBefore(node, typing.parentNode === log ? typing : null);
+    scrollDown();
+    return node;
+  }
+  function showError(text) {
+    errorBox.textContent = text || '';
+    errorBox.hidden = !text;
+  }
+  function problem(r, doing) {
+    if (r.status === 429) {
+      var s = r.retryAfter || 60;
+      return 'Too many messages. Please try again in ' + s + ' s.';
+    }
+    if (r.status === 0) return 'Could not reach the chat service. Check your connection and try again.';
+    return 'Sorry, ' + doing + ' did not work. Please try again.';
+  }
+
+  function ended() {
+    return !!(state.conversation && state.conversation.endedAt);
+  }
+  function escalated() {
+    return !!(state.conversation && (state.conversation.status === 'escalated' || state.conversation.escalatedAt));
+  }
+  /** Shows what the conversation allows: the actions, the contact form or its confirmation, the input. */
+  function refresh() {
+    var c = state.conversation;
+    var open = !!c && !ended();
+    escalateBtn.hidden = !open || escalated();
+    endBtn.hidden = !open;
+    compose.hidden = !!c && ended();
+    sendBtn.disabled = state.busy || !!state.loading;
+    var wantsContact = !!c && escalated();
+    var known = c && c.customerEmail;
+    contactForm.hidden = !wantsContact || (!!known && !state.contactEditing);
+    contactDone.hidden = !wantsContact || !known || state.contactEditing;
+    if (known) contactDoneText.textContent = 'Thanks! A person from our team will reach you at ' + c.customerEmail + '.';
+  }
+
+  function render(conversation, messages) {
+    state.conversation = conversation;
+    log.textContent = '';
+    (messages || conversation.messages || []).forEach(function (m) {
+      addMessage(m);
+    });
+    live.textContent = '';
+    refresh();
+  }
+
+  // ---- actions ---------------------------------------------------------------------------------------------------
+  function startBody() {
+    var b = {};
+    if (data.customerId) b.customerId = data.customerId;
+    if (data.customerLabel) b.customerLabel = data.customerLabel;
+    if (data.customerEmail) b.customerEmail = data.customerEmail;
+    return b;
+  }
+
+  /** The stored conversation, read again; a new one when there is none, or it ended, or the service lost it. */
+  function ensureConversation() {
+    if (state.conversation && !ended()) return Promise.resolve(true);
+    if (state.loading) return state.loading;
+    showError('');
+    var id = readStore().conversationId;
+    var restore = id && !state.conversation
+      ? call('GET', '/chat/conversations/' + encodeURIComponent(id)).then(function (r) {
+          if (r.ok && !r.data.conversation.endedAt) {
+            render(r.data.conversation);
+            return true;
+          }
+          if (r.ok || r.status === 404 || r.status === 401 || r.status === 403) {
+            writeStore({ conversationId: null });
+            return false;
+          }
+          throw r;
+        })
+      : Promise.resolve(false);
+    state.loading = restore
+      .then(function (restored) {
+        if (restored) return true;
+        return call('POST', '/chat/conversations', startBody()).then(function (r) {
+          if (!r.ok) throw r;
+          writeStore({ conversationId: r.data.conversation.id });
+          state.contactEditing = false;
+          render(r.data.conversation, r.data.messages);
+          return true;
+        });
+      })
+      .catch(function (r) {
+        showError(problem(r, 'starting the chat'));
+        return false;
+      })
+      .then(function (ok) {
+        state.loading = null;
+        refresh();
+        return ok;
+      });
+    refresh();
+    return state.loading;
+  }
+
+  /** Reads the conversation's state again (escalated? contact address?) without redrawing the transcript. */
+  function reread() {
+    var c = state.conversation;
+    return call('GET', '/chat/conversations/' + encodeURIComponent(c.id)).then(function (r) {
+      if (r.ok && state.conversation && state.conversation.id === c.id) {
+        state.conversation = r.data.conversation;
+        refresh();
+      }
+      return r;
+    });
+  }
+
+  function conversationEnded() {
+    writeStore({ conversationId: null });
+    if (state.conversation) state.conversation.endedAt = state.conversation.endedAt || new Date().toISOString();
+    addNote('This chat has ended.');
+    var again = el('button', { type: 'button', class: 'newchat', text: 'Start a new chat' });
+    again.addEventListener('click', function () {
+      state.conversation = null;
+      log.textContent = '';
+      ensureConversation().then(function (ok) {
+        if (ok) input.focus();
+      });
+    });
+    log.appendChild(again);
+    refresh();
+    scrollDown();
+  }
+
+  function send(text) {
+    if (state.busy || !text.trim()) return;
+    var key = state.pending && state.pending.text === text ? state.pending.key : uuid();
+    state.pending = { text: text, key: key };
+    state.busy = true;
+    showError('');
+    input.value = '';
+    var mine = addMessage({ role: 'customer', content: text }, true);
+    log.appendChild(typing);
+    typing.hidden = false;
+    scrollDown();
+    refresh();
+    ensureConversation()
+      .then(function (ok) {
+        if (!ok) return { ok: false, status: -1 };
+        // A conversation started (or restored) just now redrew the transcript: the message goes after it.
+        if (!mine.isConnected) log.appendChild(mine);
+        log.appendChild(typing);
+        scrollDown();
+        var c = state.conversation;
+        return call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/messages', { content: text }, key);
+      })
+      .then(function (r) {
+        typing.hidden = true;
+        if (typing.parentNode) typing.parentNode.removeChild(typing);
+        state.busy = false;
+        if (r.ok) {
+          state.pending = null;
+          var msgs = r.data.messages;
+          mine.classList.remove('pending');
+          if (msgs[0] && msgs[0].id) mine.setAttribute('data-id', msgs[0].id);
+          for (var i = 1; i < msgs.length; i++) addMessage(msgs[i]);
+          // Only a reply that cites nothing can come with an escalation (a request for a person, or questions the
+          // assistant could not answer): the answer does not say, the conversation does.
+          var last = msgs[msgs.length - 1];
+          if (!escalated() && last && (!last.sources || last.sources.length === 0)) reread();
+          refresh();
+          return;
+        }
+        if (mine.parentNode) mine.parentNode.removeChild(mine);
+        if (!input.value) input.value = text;
+        var err = r.error || {};
+        if (r.status === 400 && /has ended/.test(err.message || '')) {
+          state.pending = null;
+          conversationEnded();
+          return;
+        }
+        if (r.status === 400 && /was carried out/.test(err.message || '')) {
+          // The service took the message but its answer was lost: show the transcript as it is.
+          state.pending = null;
+          input.value = '';
+          return reread().then(function (g) {
+            if (g.ok) render(g.data.conversation);
+          });
+        }
+        if (r.status !== -1) showError(problem(r, 'sending your message'));
+        refresh();
+      });
+  }
+
+  function escalate() {
+    var c = state.conversation;
+    if (!c) return;
+    escalateBtn.disabled = true;
+    call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/escalate', {}).then(function (r) {
+      escalateBtn.disabled = false;
+      if (!r.ok) return showError(problem(r, 'reaching a person'));
+      showError('');
+      state.conversation = r.data.conversation;
+      addNote("We've asked a person from our team to take over this conversation.");
+      refresh();
+      if (!contactForm.hidden) contactEmail.focus();
+    });
+  }
+
+  function leaveContact() {
+    var c = state.conversation;
+    var email = contactEmail.value.trim();
+    var name = contactName.value.trim();
+    if (!email || (contactEmail.checkValidity && !contactEmail.checkValidity())) {
+      showError('Please enter a valid email address.');
+      contactEmail.focus();
+      return;
+    }
+    var body = { email: email };
+    if (name) body.name = name;
+    var button = contactForm.querySelector('button');
+    button.disabled = true;
+    call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/contact', body).then(function (r) {
+      button.disabled = false;
+      if (!r.ok) {
+        var bad = r.status === 400 && r.error && /body\.email/.test(r.error.message || '');
+        return showError(bad ? 'Please enter a valid email address.' : problem(r, 'sending your details'));
+      }
+      showError('');
+      state.contactEditing = false;
+      state.conversation = r.data.conversation;
+      refresh();
+    });
+  }
+
+  function endChat() {
+    var c = state.conversation;
+    if (!c) return;
+    endBtn.disabled = true;
+    call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/end').then(function (r) {
+      endBtn.disabled = false;
+      if (!r.ok && r.status !== 404) return showError(problem(r, 'ending the chat'));
+      showError('');
+      if (r.ok) state.conversation = r.data.conversation;
+      conversationEnded();
+    });
+  }
+
+  // ---- opening and closing -------------------------------------------------------------------------------------
+  function isOpen() {
+    return !panel.hidden;
+  }
+  function open() {
+    if (isOpen()) return;
+    panel.hidden = false;
+    root.classList.add('open');
+    launcher.setAttribute('aria-expanded', 'true');
+    launcher.setAttribute('aria-label', 'Close chat: ' + TITLE);
+    writeStore({ open: true });
+    input.focus();
+    scrollDown();
+    ensureConversation();
+  }
+  function close() {
+    if (!isOpen()) return;
+    panel.hidden = true;
+    root.classList.remove('open');
+    launcher.setAttribute('aria-expanded', 'false');
+    launcher.setAttribute('aria-label', 'Open chat: ' + TITLE);
+    writeStore({ open: null });
+    launcher.focus();
+  }
+
+  launcher.addEventListener('click', function () {
+    if (isOpen()) close();
+    else open();
+  });
+  closeBtn.addEventListener('click', close);
+  escalateBtn.addEventListener('click', escalate);
+  endBtn.addEventListener('click', endChat);
+  contactChange.addEventListener('click', function () {
+    state.contactEditing = true;
+    contactEmail.value = (state.conversation && state.conversation.customerEmail) || '';
+    refresh();
+    contactEmail.focus();
+  });
+  contactForm.addEventListener('submit', function (e) {
+    e.preventDefault();
+    leaveContact();
+  });
+  compose.addEventListener('submit', function (e) {
+    e.preventDefault();
+    send(input.value);
+  });
+  input.addEventListener('keydown', function (e) {
+    // Enter sends; Shift+Enter is a new line; an IME composing a word keeps its Enter.
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send(input.value);
+    }
+  });
+  input.addEventListener('input', function () {
+    input.style.height = 'auto';
+    input.style.height = Math.min(input.scrollHeight, 120) + 'px';
+  });
+  shadow.addEventListener('keydown', function (e) {
+    if (e.key === 'Escape' && isOpen()) {
+      e.preventDefault();
+      close();
+    }
+  });
+
+  function mount() {
+    document.body.appendChild(host);
+    refresh();
+    if (data.open === 'true' || data.open === '' || readStore().open) open();
+  }
+  if (document.body) mount();
+  else document.addEventListener('DOMContentLoaded', mount);
+})();

@@ -1,0 +1,454 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { before, describe, test } from 'node:test';
+import { JSDOM, VirtualConsole, type DOMWindow } from 'jsdom';
+import { WIDGET_ASSETS_DIR } from '../../../src/modules/widget/widget.routes.js';
+import { useTestApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+import { startServer, type TestServer } from '../webhooks/helpers.js';
+
+/** Markup a customer could type or an answer could hold; it must reach the page as text. */
+const XSS = '<img src=x onerror=window.__xss=1>';
+
+async function until<T>(fn: () => T | null | undefined | false, what: string, timeoutMs = 8_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+interface Sent {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  status?: number;
+  replayed?: string | null;
+}
+
+interface WidgetPage {
+  window: DOMWindow;
+  shadow: ShadowRoot;
+  requests: Sent[];
+  errors: unknown[];
+  $<E extends Element = HTMLElement>(selector: string): E | null;
+  /** The transcript: role and text of each message, in order. */
+  transcript(): { role: string; text: string }[];
+  error(): string;
+  storage(): Record<string, string>;
+  close(): void;
+}
+
+type FetchWrap = (real: () => Promise<Response>, req: Sent) => Promise<Response>;
+
+for (const dialect of DIALECTS) {
+  describe(`chat widget (${dialect})`, () => {
+    const t = useTestApp(dialect);
+    /** The owner's site: another origin (its own port) with the snippet in its page. */
+    let site: TestServer;
+    let page = '';
+    let pk: string;
+    let faqId: string;
+
+    before(async () => {
+      site = await startServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(page);
+      });
+      t.beforeClose(() => site.close());
+      pk = (await t.ctx.services.accounts.createKey({ accountId: t.accountId, type: 'public' })).key;
+      const faq = await t.request('POST', '/v1/faqs', {
+        key: t.key,
+        body: { question: 'How long do refunds take?', answer: `Refunds take 5 business days. ${XSS}<b>bold</b>`, category: 'billing', status: 'approved' },
+      });
+      assert.equal(faq.status, 201, faq.text);
+      faqId = faq.body.data.id;
+    });
+
+    /** The owner's page with the snippet, loaded by jsdom from the site; the widget script from the service. */
+    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean } = {}): Promise<WidgetPage> {
+      const attrs = { 'data-key': o.key ?? pk, ...o.attrs };
+      const attrText = Object.entries(attrs)
+        .map(([k, v]) => ` ${k}="${v.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"`)
+        .join('');
+      // The host's own CSS tries hard to reach into the widget.
+      page = `<!doctype html><html><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
+        <body><h1>Shop</h1><script src="${t.baseUrl}/widget.js"${attrText} async></script></body></html>`;
+      const errors: unknown[] = [];
+      const virtualConsole = new VirtualConsole();
+      virtualConsole.on('jsdomError', (e) => errors.push(e));
+      virtualConsole.on('error', (...args) => errors.push(args));
+      const requests: Sent[] = [];
+      const dom = await JSDOM.fromURL(`${site.url}/products`, {
+        runScripts: 'dangerously',
+        resources: 'usable',
+        pretendToBeVisual: true,
+        virtualConsole,
+        beforeParse(window) {
+          for (const [k, v] of Object.entries(o.storage ?? {})) window.localStorage.setItem(k, v);
+          // jsdom has no fetch: the page gets Node's (its AbortSignal is jsdom's, so it is relayed).
+          (window as unknown as { fetch: typeof fetch }).fetch = async (input, init = {}) => {
+            const sent: Sent = { method: init.method ?? 'GET', url: String(input), headers: { ...(init.headers as Record<string, string>) }, body: init.body as string | undefined };
+            requests.push(sent);
+            const ac = new AbortController();
+            (init.signal as unknown as EventTarget | undefined)?.addEventListener('abort', () => ac.abort());
+            const real = async () => {
+              const res = await fetch(sent.url, { method: sent.method, headers: sent.headers, body: sent.body, signal: ac.signal });
+              sent.status = res.status;
+              sent.replayed = res.headers.get('idempotent-replayed');
+              return res;
+            };
+            return o.wrap ? o.wrap(real, sent) : real();
+          };
+        },
+      });
+      const window = dom.window;
+      if (o.refused) {
+        await until(() => errors.length > 0, 'the refusal');
+        const mounted = window.document.querySelector('parley-widget') !== null;
+        window.close();
+        return { errors, requests, mounted } as unknown as WidgetPage;
+      }
+      const hostEl = await until(() => window.document.querySelector('parley-widget'), 'the widget on the page');
+      const shadow = hostEl.shadowRoot!;
+      assert.ok(shadow, 'the widget renders in a shadow root');
+      const $ = <E extends Element>(s: string) => shadow.querySelector<E>(s);
+      return {
+        window,
+        shadow,
+        requests,
+        errors,
+        $,
+        transcript: () =>
+          [...shadow.querySelectorAll('.log .msg')].map((m) => ({ role: m.classList.contains('customer') ? 'customer' : 'assistant', text: m.querySelector('.text')!.textContent! })),
+        error: () => {
+          const e = $('.error')!;
+          return e.hidden ? '' : e.textContent!;
+        },
+        storage: () => Object.fromEntries(Object.keys(window.localStorage).map((k) => [k, window.localStorage.getItem(k)!])),
+        close: () => window.close(),
+      };
+    }
+
+    function click(el: Element | null, what: string) {
+      assert.ok(el, `${what} exists`);
+      (el as HTMLElement).click();
+    }
+
+    function type(w: WidgetPage, text: string) {
+      const input = w.$<HTMLTextAreaElement>('textarea')!;
+      input.value = text;
+      input.dispatchEvent(new w.window.KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    }
+
+    async function openChat(w: WidgetPage) {
+      click(w.$('.launcher'), 'launcher');
+      await until(() => w.transcript().length > 0, 'the greeting');
+    }
+
+    const conversationOf = async (id: string) => {
+      const r = await t.request('GET', `/v1/conversations/${id}`, { key: t.key });
+      assert.equal(r.status, 200, r.text);
+      return r.body.data;
+    };
+    const storedId = (w: WidgetPage) => JSON.parse(w.storage()[`parley.widget.${pk}`] ?? '{}').conversationId as string | undefined;
+
+    test('widget.js is served without a key, as stored, revalidated by ETag, loadable from any origin', async () => {
+      const r = await t.request('GET', '/widget.js');
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), 'text/javascript; charset=utf-8');
+      assert.equal(r.text, readFileSync(`${WIDGET_ASSETS_DIR}widget.js`, 'utf8'));
+      assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(r.headers.get('cache-control'), 'no-cache');
+      assert.equal(r.headers.get('access-control-allow-origin'), '*');
+      assert.equal(r.headers.get('cross-origin-resource-policy'), 'cross-origin');
+      assert.equal(r.headers.get('x-ratelimit-limit'), null, 'nothing is counted against an account');
+      const etag = r.headers.get('etag');
+      assert.match(etag ?? '', /^"[\w-]+"$/);
+      const again = await t.request('GET', '/widget.js', { headers: { 'if-none-match': etag! } });
+      assert.equal(again.status, 304);
+      assert.equal(again.text, '');
+      assert.equal((await t.request('GET', '/widget.js', { headers: { 'if-none-match': '"stale"' } })).status, 200);
+      const doc = (await t.request('GET', '/v1/openapi.json')).body;
+      assert.ok(!Object.keys(doc.paths).some((p) => p.includes('widget')), 'not part of the API');
+    });
+
+    test('the snippet shows a launcher; opening starts a conversation with the page’s customer, shows the greeting and focuses the input; Escape closes', async () => {
+      const w = await openSite({ attrs: { 'data-customer-id': 'cus_42', 'data-customer-label': 'Ada L', 'data-title': 'Help <b>desk</b>' } });
+      try {
+        const launcher = w.$<HTMLButtonElement>('.launcher')!;
+        assert.ok(launcher, 'the launcher is shown');
+        assert.equal(launcher.getAttribute('aria-expanded'), 'false');
+        assert.match(launcher.getAttribute('aria-label')!, /^Open chat/);
+        assert.equal(w.$('.panel')!.hidden, true);
+        assert.equal(w.requests.length, 0, 'nothing is asked before the customer opens it');
+        // The widget's CSS is in its shadow root, none of it in the page (the page's styles stay the page's own).
+        assert.equal(w.window.document.querySelectorAll('style').length, 1);
+        assert.ok(w.shadow.querySelector('style') || w.shadow.adoptedStyleSheets.length, 'styled inside the shadow root');
+
+        await openChat(w);
+        assert.equal(w.$('.panel')!.hidden, false);
+        assert.equal(launcher.getAttribute('aria-expanded'), 'true');
+        assert.equal(w.$('h2')!.textContent, 'Help <b>desk</b>');
+        assert.equal(w.shadow.querySelectorAll('b').length, 0);
+        assert.equal(w.shadow.activeElement, w.$('textarea'), 'focus moves to the input');
+        assert.ok(w.$('textarea')!.labels?.length || w.$('label[for=parley-input]'), 'the input is labelled');
+        const id = storedId(w);
+        assert.ok(id, 'the conversation is kept in localStorage');
+        const c = await conversationOf(id);
+        assert.equal(c.customerId, 'cus_42');
+        assert.equal(c.customerLabel, 'Ada L');
+        assert.deepEqual(w.transcript(), [{ role: 'assistant', text: c.messages[0].content }]);
+
+        // Every request went to the API base, with the public key; the start carried an Idempotency-Key.
+        for (const r of w.requests) {
+          assert.ok(r.url.startsWith(`${t.baseUrl}/v1/chat/`), r.url);
+          assert.equal(r.headers.Authorization, `Bearer ${pk}`);
+        }
+        assert.equal(w.requests.filter((r) => r.method === 'POST').length, 1);
+        assert.ok(w.requests[0]!.headers['Idempotency-Key']);
+
+        w.$('textarea')!.dispatchEvent(new w.window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, composed: true }));
+        assert.equal(w.$('.panel')!.hidden, true);
+        assert.equal(w.shadow.activeElement, launcher, 'focus returns to the launcher');
+        assert.equal(launcher.getAttribute('aria-expanded'), 'false');
+      } finally {
+        w.close();
+      }
+    });
+
+    test('a question is shown at once with a typing indicator, then the answer citing the FAQ; markup stays text; a reload continues the conversation', async () => {
+      const w = await openSite();
+      let id: string;
+      let shown: { role: string; text: string }[];
+      let storage: Record<string, string>;
+      try {
+        await openChat(w);
+        id = storedId(w)!;
+        type(w, 'How long do refunds take?');
+        assert.deepEqual(w.transcript().at(-1), { role: 'customer', text: 'How long do refunds take?' }, 'shown at once');
+        assert.equal(w.$('.typing')!.hidden, false, 'typing indicator while waiting');
+        assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, '');
+        await until(() => w.transcript().length === 3, 'the answer');
+        assert.equal(w.$('.typing:not([hidden])'), null, 'the typing indicator is gone');
+        const answer = w.transcript()[2]!;
+        assert.equal(answer.role, 'assistant');
+        assert.match(answer.text, /5 business days/);
+        assert.equal(w.$('[aria-live=polite]')!.textContent, answer.text, 'the answer is announced');
+        const c = await conversationOf(id);
+        assert.deepEqual(c.messages[2].sources, [faqId], 'the answer cites the FAQ');
+        assert.equal(c.messages[2].content, answer.text);
+
+        // Markup in the customer's message and in the answer is text, never elements.
+        type(w, XSS);
+        await until(() => w.transcript().length === 5, 'the reply to the markup');
+        assert.equal(w.transcript()[3]!.text, XSS);
+        assert.ok(answer.text.includes(XSS));
+        assert.equal(w.shadow.querySelectorAll('img, b').length, 0);
+        assert.equal(w.window.document.querySelectorAll('img').length, 0);
+        assert.equal((w.window as unknown as { __xss?: number }).__xss, undefined);
+        const sends = w.requests.filter((r) => r.url.endsWith('/messages'));
+        assert.equal(sends.length, 2);
+        assert.notEqual(sends[0]!.headers['Idempotency-Key'], sends[1]!.headers['Idempotency-Key'], 'a key per message');
+        shown = w.transcript();
+        storage = w.storage();
+      } finally {
+        w.close();
+      }
+
+      // A reload (or another page of the site): the same conversation from localStorage, the transcript read back.
+      const again = await openSite({ storage });
+      try {
+        await openChat(again);
+        assert.deepEqual(again.transcript(), shown);
+        assert.deepEqual(
+          again.requests.map((r) => `${r.method} ${new URL(r.url).pathname}`),
+          [`GET /v1/chat/conversations/${id}`],
+          'restored, not started again',
+        );
+        type(again, 'thanks!');
+        await until(() => again.transcript().length === shown.length + 2, 'the reply after the reload');
+        assert.equal((await conversationOf(id)).messageCount, shown.length + 2);
+      } finally {
+        again.close();
+      }
+    });
+
+    test('"Talk to a person" escalates and asks for contact details, which reach the conversation; End chat ends it and the next open starts anew', async () => {
+      const w = await openSite();
+      try {
+        await openChat(w);
+        const id = storedId(w)!;
+        assert.equal(w.$('.contact')!.hidden, true);
+        click(w.$('.escalate'), 'Talk to a person');
+        await until(() => !w.$('.contact')!.hidden, 'the contact form');
+        assert.equal(w.$('.escalate')!.hidden, true);
+        assert.equal((await conversationOf(id)).status, 'escalated');
+
+        // The email is required: nothing is sent without one.
+        const before = w.requests.length;
+        click(w.$('.contact button[type=submit]'), 'send details');
+        assert.match(w.error(), /valid email/);
+        assert.equal(w.requests.length, before);
+
+        w.$<HTMLInputElement>('#parley-contact-email')!.value = 'ada@example.test';
+        w.$<HTMLInputElement>('#parley-contact-name')!.value = 'Ada Lovelace';
+        click(w.$('.contact button[type=submit]'), 'send details');
+        await until(() => !w.$('.contact-done')!.hidden, 'the confirmation');
+        assert.match(w.$('.contact-done')!.textContent!, /ada@example\.test/);
+        assert.equal(w.$('.contact')!.hidden, true);
+        const c = await conversationOf(id);
+        assert.equal(c.customerEmail, 'ada@example.test');
+        assert.equal(c.customerLabel, 'Ada Lovelace');
+
+        click(w.$('.end'), 'End chat');
+        await until(() => w.shadow.querySelector('.newchat'), 'the ended notice');
+        assert.ok((await conversationOf(id)).endedAt, 'ended on the service');
+        assert.equal(storedId(w), undefined, 'forgotten');
+        assert.equal(w.$('.compose')!.hidden, true);
+        click(w.$('.close'), 'close');
+        click(w.$('.launcher'), 'launcher');
+        await until(() => storedId(w) && storedId(w) !== id, 'a new conversation');
+        await until(() => w.transcript().length === 1, 'only the new greeting');
+        assert.equal(w.$('.contact')!.hidden, true);
+        assert.equal(w.$('.escalate')!.hidden, false);
+      } finally {
+        w.close();
+      }
+    });
+
+    test('when the assistant escalates (the customer asks for a person), the widget offers the contact form', async () => {
+      const w = await openSite();
+      try {
+        await openChat(w);
+        type(w, 'I want to talk to a person');
+        await until(() => !w.$('.contact')!.hidden, 'the contact form after the assistant escalated');
+        assert.equal((await conversationOf(storedId(w)!)).escalationReason, 'customer_request');
+      } finally {
+        w.close();
+      }
+    });
+
+    test('a stored conversation that has ended (or is gone) is not continued: the next open starts a new one', async () => {
+      const old = await t.request('POST', '/v1/chat/conversations', { key: pk });
+      const oldId = old.body.data.conversation.id;
+      await t.request('POST', `/v1/chat/conversations/${oldId}/end`, { key: pk });
+      for (const stale of [oldId, 'conv_gone']) {
+        const w = await openSite({ storage: { [`parley.widget.${pk}`]: JSON.stringify({ conversationId: stale }) } });
+        try {
+          await openChat(w);
+          assert.ok(storedId(w) && storedId(w) !== stale);
+          assert.equal(w.transcript().length, 1);
+          assert.deepEqual(
+            w.requests.map((r) => r.method),
+            ['GET', 'POST'],
+          );
+        } finally {
+          w.close();
+        }
+      }
+    });
+
+    test('a network failure after the message was sent is retried with the same Idempotency-Key: stored once, shown once', async () => {
+      let dropped = 0;
+      const w = await openSite({
+        // The first send reaches the service, which stores it and answers; the answer is lost on the way back.
+        wrap: async (real, req) => {
+          const res = await real();
+          if (req.url.endsWith('/messages') && dropped++ === 0) throw new TypeError('Failed to fetch');
+          return res;
+        },
+      });
+      try {
+        await openChat(w);
+        const id = storedId(w)!;
+        type(w, 'How long do refunds take?');
+        await until(() => w.transcript().length === 3, 'the answer after the retry');
+        const sends = w.requests.filter((r) => r.url.endsWith('/messages'));
+        assert.equal(sends.length, 2, 'retried once');
+        assert.ok(sends[0]!.headers['Idempotency-Key']);
+        assert.equal(sends[1]!.headers['Idempotency-Key'], sends[0]!.headers['Idempotency-Key'], 'with the same key');
+        assert.equal(sends[1]!.replayed, 'true', 'the service answered from its record');
+        assert.equal(w.transcript().filter((m) => m.role === 'customer').length, 1);
+        const c = await conversationOf(id);
+        assert.deepEqual(
+          c.messages.map((m: { role: string }) => m.role),
+          ['assistant', 'customer', 'assistant'],
+          'stored once',
+        );
+        assert.equal(w.error(), '');
+      } finally {
+        w.close();
+      }
+    });
+
+    test('a connection that stays down: the message is kept in the input, and sending it again reuses its key', async () => {
+      let down = true;
+      const w = await openSite({
+        wrap: (real, req) => (down && req.url.endsWith('/messages') ? Promise.reject(new TypeError('Failed to fetch')) : real()),
+      });
+      try {
+        await openChat(w);
+        type(w, 'are you there?');
+        await until(() => w.error(), 'the error', 15_000);
+        assert.match(w.error(), /Could not reach/);
+        assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, 'are you there?', 'the text is kept');
+        assert.equal(w.transcript().length, 1, 'the unsent message is taken back');
+        const failed = w.requests.filter((r) => r.url.endsWith('/messages'));
+        assert.equal(failed.length, 4, 'tried four times');
+        assert.equal(new Set(failed.map((r) => r.headers['Idempotency-Key'])).size, 1);
+        down = false;
+        type(w, 'are you there?');
+        await until(() => w.transcript().length === 3, 'the answer');
+        assert.equal(w.requests.filter((r) => r.url.endsWith('/messages')).at(-1)!.headers['Idempotency-Key'], failed[0]!.headers['Idempotency-Key']);
+      } finally {
+        w.close();
+      }
+    });
+
+    test('a 429 says how long to wait (Retry-After) and keeps the text', async () => {
+      const acct = await t.account({ minute: 3 });
+      const limited = (await t.ctx.services.accounts.createKey({ accountId: acct.accountId, type: 'public' })).key;
+      const w = await openSite({ key: limited });
+      try {
+        await openChat(w); // 1
+        type(w, 'hello'); // 2 (small talk: cites nothing, so the widget reads the conversation: 3)
+        await until(() => w.transcript().length === 3, 'the reply');
+        await until(() => w.requests.length === 3 && w.requests[2]!.status, 'the conversation read');
+        type(w, 'How long do refunds take?');
+        await until(() => w.error(), 'the rate-limit message');
+        const refused = w.requests.at(-1)!;
+        assert.equal(refused.status, 429);
+        const res = await t.request('GET', `/v1/chat/conversations/${storedId(w)}`, { key: limited });
+        const wait = Number(res.headers.get('retry-after'));
+        assert.ok(wait > 0);
+        const shown = Number(/try again in (\d+) s/.exec(w.error())?.[1]);
+        assert.ok(Math.abs(shown - wait) <= 1, `${w.error()} vs Retry-After ${wait}`);
+        assert.match(w.error(), /^Too many messages\. Please try again in \d+ s\.$/);
+        assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, 'How long do refunds take?');
+        assert.equal(w.transcript().length, 3);
+      } finally {
+        w.close();
+      }
+    });
+
+    test('data-api points it at another base; a server key in the page is refused', async () => {
+      const other = t.baseUrl.replace('127.0.0.1', 'localhost');
+      const w = await openSite({ attrs: { 'data-api': `${other}/v1/` } });
+      try {
+        await openChat(w);
+        assert.ok(w.requests.length > 0);
+        for (const r of w.requests) assert.ok(r.url.startsWith(`${other}/v1/chat/`), r.url);
+      } finally {
+        w.close();
+      }
+      const refused = await openSite({ key: t.key, refused: true });
+      assert.match(String((refused.errors[0] as unknown[])[0]), /data-key must be a public key/);
+      assert.equal((refused as unknown as { mounted: boolean }).mounted, false, 'no widget with a server key');
+      assert.equal(refused.requests.length, 0);
+    });
+  });
+}
