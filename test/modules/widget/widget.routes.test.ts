@@ -409,29 +409,42 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('a 429 says how long to wait (Retry-After) and keeps the text', async () => {
-      const acct = await t.account({ minute: 3 });
+    /** A widget on an account whose limit lets three requests through, at its fourth: a refused send. */
+    async function refusedSend(limits: { minute?: number; day?: number }) {
+      const acct = await t.account(limits);
       const limited = (await t.ctx.services.accounts.createKey({ accountId: acct.accountId, type: 'public' })).key;
       const w = await openSite({ key: limited });
+      await openChat(w); // 1
+      type(w, 'hello'); // 2 (small talk: cites nothing, so the widget reads the conversation: 3)
+      await until(() => w.transcript().length === 3, 'the reply');
+      await until(() => w.requests.length === 3 && w.requests[2]!.status, 'the conversation read');
+      type(w, 'How long do refunds take?');
+      await until(() => w.error(), 'the rate-limit message');
+      assert.equal(w.requests.at(-1)!.status, 429);
+      const res = await t.request('GET', `/v1/chat/conversations/${JSON.parse(w.storage()[`parley.widget.${limited}`]!).conversationId}`, { key: limited });
+      assert.equal(res.status, 429);
+      return { w, wait: Number(res.headers.get('retry-after')) };
+    }
+
+    test('a 429 says how long to wait (Retry-After) and keeps the text', async () => {
+      const { w, wait } = await refusedSend({ minute: 3 });
       try {
-        await openChat(w); // 1
-        type(w, 'hello'); // 2 (small talk: cites nothing, so the widget reads the conversation: 3)
-        await until(() => w.transcript().length === 3, 'the reply');
-        await until(() => w.requests.length === 3 && w.requests[2]!.status, 'the conversation read');
-        type(w, 'How long do refunds take?');
-        await until(() => w.error(), 'the rate-limit message');
-        const refused = w.requests.at(-1)!;
-        assert.equal(refused.status, 429);
-        const res = await t.request('GET', `/v1/chat/conversations/${storedId(w)}`, { key: limited });
-        const wait = Number(res.headers.get('retry-after'));
-        assert.ok(wait > 0);
+        assert.ok(wait > 0 && wait <= 60);
+        assert.match(w.error(), /^Too many messages\. Please try again in \d+ s\.$/);
         const shown = Number(/try again in (\d+) s/.exec(w.error())?.[1]);
         assert.ok(Math.abs(shown - wait) <= 1, `${w.error()} vs Retry-After ${wait}`);
-        assert.match(w.error(), /^Too many messages\. Please try again in \d+ s\.$/);
         assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, 'How long do refunds take?');
         assert.equal(w.transcript().length, 3);
       } finally {
         w.close();
+      }
+      // The day's limit used up: Retry-After is hours away, and said so.
+      const day = await refusedSend({ minute: 100, day: 3 });
+      try {
+        assert.ok(day.wait > 23 * 3600, String(day.wait));
+        assert.equal(day.w.error(), `Too many messages. Please try again in ${Math.ceil(day.wait / 3600)} h.`);
+      } finally {
+        day.w.close();
       }
     });
 

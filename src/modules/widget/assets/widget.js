@@ -299,8 +299,10 @@
   }
   function problem(r, doing) {
     if (r.status === 429) {
+      // Retry-After is seconds: up to a day when the account's daily limit is used up.
       var s = r.retryAfter || 60;
-      return 'Too many messages. Please try again in ' + s + ' s.';
+      var wait = s < 120 ? s + ' s' : s < 7200 ? Math.ceil(s / 60) + ' min' : Math.ceil(s / 3600) + ' h';
+      return 'Too many messages. Please try again in ' + wait + '.';
     }
     if (r.status === 0) return 'Could not reach the chat service. Check your connection and try again.';
     return 'Sorry, ' + doing + ' did not work. Please try again.';
