@@ -115,7 +115,7 @@ for (const dialect of DIALECTS) {
       const hostEl = await until(() => window.document.querySelector('parley-widget'), 'the widget on the page');
       const shadow = hostEl.shadowRoot!;
       assert.ok(shadow, 'the widget renders in a shadow root');
-      const $ = <E extends Element>(s: string) => shadow.querySelector<E>(s);
+      const $ = <E extends Element = HTMLElement>(s: string) => shadow.querySelector<E>(s);
       return {
         window,
         shadow,
@@ -195,7 +195,7 @@ for (const dialect of DIALECTS) {
         assert.equal(w.$('h2')!.textContent, 'Help <b>desk</b>');
         assert.equal(w.shadow.querySelectorAll('b').length, 0);
         assert.equal(w.shadow.activeElement, w.$('textarea'), 'focus moves to the input');
-        assert.ok(w.$('textarea')!.labels?.length || w.$('label[for=parley-input]'), 'the input is labelled');
+        assert.ok(w.$<HTMLTextAreaElement>('textarea')!.labels.length, 'the input is labelled');
         const id = storedId(w);
         assert.ok(id, 'the conversation is kept in localStorage');
         const c = await conversationOf(id);

@@ -38,7 +38,9 @@
     '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:56px;height:56px;border-radius:50%;border:0;cursor:pointer;',
     'background:var(--accent);color:#fff;box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;padding:0}',
     '.launcher svg{width:28px;height:28px;fill:currentColor}',
-    '.launcher:focus-visible,button:focus-visible,textarea:focus-visible,input:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
+    '.launcher .shut{display:none}.root.open .launcher .chat{display:none}.root.open .launcher .shut{display:block}',
+    '.launcher:focus-visible,button:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
+    'textarea:focus,input:focus{outline:2px solid var(--accent);outline-offset:-1px;border-color:transparent}',
     '.panel{position:fixed;right:20px;bottom:88px;z-index:2147483000;width:370px;max-width:calc(100vw - 40px);height:560px;max-height:calc(100vh - 110px);',
     'background:var(--bg);border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden}',
     'header{background:var(--accent);color:#fff;padding:12px 12px 10px 16px;display:flex;align-items:center;gap:8px;flex:none}',
@@ -115,9 +117,10 @@
     });
     return e;
   }
-  function icon(d) {
+  function icon(d, cls) {
     var ns = 'http://www.w3.org/2000/svg';
     var svg = document.createElementNS(ns, 'svg');
+    svg.setAttribute('class', cls);
     svg.setAttribute('viewBox', '0 0 24 24');
     svg.setAttribute('aria-hidden', 'true');
     svg.setAttribute('focusable', 'false');
@@ -139,7 +142,8 @@
   }
 
   var launcher = el('button', { type: 'button', class: 'launcher', 'aria-label': 'Open chat: ' + TITLE, 'aria-expanded': 'false', 'aria-controls': 'parley-panel' }, [
-    icon('M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z'),
+    icon('M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z', 'chat'),
+    icon('M7.4 8.6 12 13.2l4.6-4.6L18 10l-6 6-6-6z', 'shut'),
   ]);
   var closeBtn = el('button', { type: 'button', class: 'close', 'aria-label': 'Close chat', text: '\u00d7' });
   var escalateBtn = el('button', { type: 'button', class: 'escalate', text: 'Talk to a person' });
@@ -327,6 +331,8 @@
     contactForm.hidden = !wantsContact || (!!known && !state.contactEditing);
     contactDone.hidden = !wantsContact || !known || state.contactEditing;
     if (known) contactDoneText.textContent = 'Thanks! A person from our team will reach you at ' + c.customerEmail + '.';
+    // The form or a notice taking its place shrinks the transcript: keep its last message in view.
+    scrollDown();
   }
 
   function render(conversation, messages) {
