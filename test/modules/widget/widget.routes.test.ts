@@ -327,6 +327,11 @@ for (const dialect of DIALECTS) {
         type(w, 'I want to talk to a person');
         await until(() => !w.$('.contact')!.hidden, 'the contact form after the assistant escalated');
         assert.equal((await conversationOf(storedId(w)!)).escalationReason, 'customer_request');
+        // An address written in a message after that is the contact address: the form gives way to the confirmation.
+        type(w, 'you can reach me at grace@example.test');
+        await until(() => !w.$('.contact-done')!.hidden, 'the confirmation');
+        assert.match(w.$('.contact-done')!.textContent!, /grace@example\.test/);
+        assert.equal(w.$('.contact')!.hidden, true);
       } finally {
         w.close();
       }

@@ -459,9 +459,11 @@
           if (msgs[0] && msgs[0].id) mine.setAttribute('data-id', msgs[0].id);
           for (var i = 1; i < msgs.length; i++) addMessage(msgs[i]);
           // Only a reply that cites nothing can come with an escalation (a request for a person, or questions the
-          // assistant could not answer): the answer does not say, the conversation does.
+          // assistant could not answer), or with an email address written after one (the contact address): the
+          // answer does not say, the conversation does.
           var last = msgs[msgs.length - 1];
-          if (!escalated() && last && (!last.sources || last.sources.length === 0)) reread();
+          var c2 = state.conversation;
+          if ((!escalated() || !c2.customerEmail) && last && (!last.sources || last.sources.length === 0)) reread();
           refresh();
           return;
         }
