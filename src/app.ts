@@ -26,6 +26,8 @@ import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 import { rundownsRoutes } from './modules/rundowns/rundowns.routes.js';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.js';
+import { EVENT_PAYLOADS } from './modules/webhooks/payloads.schemas.js';
+import { DELIVERY_ID_HEADER, EVENT_HEADER, SIGNATURE_HEADER } from './modules/webhooks/signing.js';
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -95,6 +97,38 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
 ]);
 
 /**
+ * OpenAPI 3.1's `webhooks`: what the service POSTs to a receiver, one operation per event kind, its body the
+ * kind's schema (payloads.schemas.ts, which the client library's types and the delivery tests use too) and the
+ * headers every delivery carries (signing.ts).
+ */
+function deliveryOperations() {
+  const header = (description: string) => ({ required: true, schema: { type: 'string' }, description });
+  const parameters = Object.entries({
+    [SIGNATURE_HEADER]: 'sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the UTF-8 bytes of the secret>',
+    [EVENT_HEADER]: 'the event kind, as in the body',
+    [DELIVERY_ID_HEADER]: 'the delivery id, the same on every attempt: deduplicate on it',
+    'webhook-id': 'Standard Webhooks: the delivery id',
+    'webhook-timestamp': 'Standard Webhooks: Unix seconds of this attempt',
+    'webhook-signature': 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">',
+  }).map(([name, description]) => ({ name, in: 'header', ...header(description) }));
+  return Object.fromEntries(
+    Object.entries(EVENT_PAYLOADS).map(([kind, schema]) => [
+      kind,
+      {
+        post: {
+          summary: kind === 'test' ? 'A test delivery (POST /webhooks/{id}/test)' : `The ${kind} event`,
+          parameters,
+          requestBody: { required: true, content: { 'application/json': { schema } } },
+          responses: {
+            '200': { description: 'Received: any 2xx within WEBHOOK_TIMEOUT (30 s) counts; anything else is retried, and 410 disables the webhook.' },
+          },
+        },
+      },
+    ]),
+  );
+}
+
+/**
  * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's
  * serializer would see them), so they are added to the document here: X-Request-Id on every response; the
  * rate-limit headers on every response of an authenticated request (a 401 was not counted); Retry-After on
@@ -104,9 +138,11 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
 function documentHeaders<T>(doc: T): T {
   const d = doc as {
     components?: Record<string, unknown>;
+    webhooks?: Record<string, unknown>;
     paths?: Record<string, Record<string, { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
   };
   d.components = { ...d.components, headers: HEADER_DOCS };
+  d.webhooks = deliveryOperations();
   for (const [path, item] of Object.entries(d.paths ?? {})) {
     for (const [method, op] of Object.entries(item)) {
       const operationId = OPERATION_IDS[`${method} ${path}`];

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { SUBSCRIBABLE_EVENTS } from '../../src/modules/webhooks/events.js';
 import { useTestApp } from '../helpers/app.js';
 
 /** Every route the service answers under /v1, with its success status and whether it can answer 404. */
@@ -200,6 +201,22 @@ describe('OpenAPI document', () => {
     assert.deepEqual(data('put', '/faqs/{id}', '200').required, faq);
     assert.deepEqual(data('get', '/faqs', '200').properties.faqs.items.required, faq);
     assert.deepEqual(data('delete', '/faqs/{id}', '200').required, ['deleted']);
+  });
+
+  test('webhooks: one POST per event kind, its body schema and the signature headers', () => {
+    assert.deepEqual(Object.keys(doc.webhooks).sort(), [...SUBSCRIBABLE_EVENTS, 'test'].sort());
+    for (const [kind, item] of Object.entries<any>(doc.webhooks)) {
+      const schema = item.post.requestBody.content['application/json'].schema;
+      assert.equal(schema.properties.event.const, kind, kind);
+      assert.deepEqual([...schema.required].sort(), ['data', 'event', 'timestamp'], kind);
+      assert.equal(schema.additionalProperties, false, kind);
+      const headers = item.post.parameters.filter((p: any) => p.in === 'header').map((p: any) => p.name);
+      assert.deepEqual(headers, ['X-Service-Signature', 'X-Service-Event', 'X-Service-Delivery-Id', 'webhook-id', 'webhook-timestamp', 'webhook-signature'], kind);
+      assert.ok(item.post.responses['200'], kind);
+    }
+    // The fields the seed left out are published too.
+    const message = doc.webhooks['conversation.message'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.ok(message.required.includes('position') && message.required.includes('timestamp'));
   });
 
   test('the document is served without a key and is stable across calls', async () => {
