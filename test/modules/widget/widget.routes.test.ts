@@ -414,6 +414,39 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a message whose answers were all lost, sent again in a new chat, is not refused for its old key', async () => {
+      let first: string | undefined;
+      const w = await openSite({
+        // Every answer of the first conversation's sends is lost on the way back (the service stored the message).
+        wrap: async (real, req) => {
+          const res = await real();
+          if (req.url.endsWith('/messages') && req.url.includes(first!)) throw new TypeError('Failed to fetch');
+          return res;
+        },
+      });
+      try {
+        await openChat(w);
+        first = storedId(w)!;
+        type(w, 'How long do refunds take?');
+        await until(() => w.error(), 'the error', 15_000);
+        assert.match(w.error(), /Could not reach/);
+        click(w.$('.end'), 'End chat');
+        click(await until(() => w.shadow.querySelector('.newchat'), 'the ended notice'), 'Start a new chat');
+        await until(() => storedId(w) && storedId(w) !== first && w.transcript().length === 1, 'the new greeting');
+        const second = storedId(w)!;
+        // The text is still in the input: the customer sends it again, to the new conversation.
+        type(w, w.$<HTMLTextAreaElement>('textarea')!.value);
+        await until(() => w.transcript().length === 3 || w.error(), 'the answer');
+        assert.equal(w.error(), '');
+        assert.deepEqual(w.transcript().map((m) => m.role), ['assistant', 'customer', 'assistant']);
+        const sends = w.requests.filter((r) => r.url.endsWith('/messages'));
+        assert.notEqual(sends.at(-1)!.headers['Idempotency-Key'], sends[0]!.headers['Idempotency-Key'], 'a new conversation, a new key');
+        assert.equal((await conversationOf(second)).messages.length, 3);
+      } finally {
+        w.close();
+      }
+    });
+
     /** A widget on an account whose limit lets three requests through, at its fourth: a refused send. */
     async function refusedSend(limits: { minute?: number; day?: number }) {
       const acct = await t.account(limits);

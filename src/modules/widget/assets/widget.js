@@ -187,7 +187,11 @@
     conversation: null, // the API's conversation, once started or restored
     loading: null, // the promise of the start or restore under way
     busy: false, // a send under way
-    /** The text of the last send that failed and the key it went with: sending the same text again reuses the key. */
+    /**
+     * The text of the last send that failed, the conversation it went to and its key: sending the same text to the
+     * same conversation again reuses the key. A key stands for one request (path included) on the service, so
+     * reused for another conversation it would be refused as "already used".
+     */
     pending: null,
     contactEditing: false,
   };
@@ -428,8 +432,6 @@
 
   function send(text) {
     if (state.busy || !text.trim()) return;
-    var key = state.pending && state.pending.text === text ? state.pending.key : uuid();
-    state.pending = { text: text, key: key };
     state.busy = true;
     showError('');
     input.value = '';
@@ -446,6 +448,9 @@
         log.appendChild(typing);
         scrollDown();
         var c = state.conversation;
+        var p = state.pending;
+        var key = p && p.text === text && p.conversationId === c.id ? p.key : uuid();
+        state.pending = { text: text, key: key, conversationId: c.id };
         return call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/messages', { content: text }, key);
       })
       .then(function (r) {
