@@ -447,6 +447,100 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    // The widget tells some refusals apart by their wording (widget.js: "has ended", "was carried out", "still being
+    // processed", "body.email"). Each is produced here by the real service, so a change of wording fails a test.
+    describe('the server wordings the widget relies on', () => {
+      test('"has ended": a message to a conversation ended meanwhile offers a new chat', async () => {
+        const w = await openSite();
+        try {
+          await openChat(w);
+          const id = storedId(w)!;
+          assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: pk })).status, 200);
+          type(w, 'still there?');
+          await until(() => w.shadow.querySelector('.newchat'), 'the ended notice');
+          assert.equal(w.requests.at(-1)!.status, 400);
+          assert.ok([...w.shadow.querySelectorAll('.note')].some((n) => n.textContent === 'This chat has ended.'));
+          assert.equal(w.error(), '');
+          assert.equal(storedId(w), undefined, 'forgotten');
+        } finally {
+          w.close();
+        }
+      });
+
+      test('"was carried out": a send stored before a 5xx, sent again, shows the transcript as stored', async () => {
+        const chat = t.ctx.services.chat;
+        const send = chat.send;
+        chat.send = async (...args) => {
+          await send.apply(chat, args);
+          throw new Error('failed after the commit');
+        };
+        const w = await openSite();
+        try {
+          await openChat(w);
+          const id = storedId(w)!;
+          type(w, 'How long do refunds take?');
+          await until(() => w.error(), 'the refusal');
+          assert.equal(w.requests.at(-1)!.status, 500);
+          chat.send = send;
+          type(w, w.$<HTMLTextAreaElement>('textarea')!.value);
+          await until(() => w.transcript().length === 3, 'the stored transcript');
+          assert.equal(w.requests.filter((r) => r.url.endsWith('/messages')).at(-1)!.status, 400);
+          assert.equal(w.error(), '');
+          assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, '');
+          assert.equal((await conversationOf(id)).messages.length, 3, 'stored once');
+        } finally {
+          chat.send = send;
+          w.close();
+        }
+      });
+
+      test('"still being processed": a retry while the first send still runs waits and gets the first answer', async () => {
+        const chat = t.ctx.services.chat;
+        const send = chat.send;
+        let slow = true;
+        chat.send = async (...args) => {
+          // Longer than the service waits for the first request (1 s) before it answers a retry with a 429.
+          if (slow) await new Promise((r) => setTimeout(r, 2_500));
+          slow = false;
+          return send.apply(chat, args);
+        };
+        let dropped = false;
+        const w = await openSite({
+          // The first send reaches the service and keeps running there; its connection is lost on the way.
+          wrap: async (real, req) => {
+            if (!req.url.endsWith('/messages') || dropped) return real();
+            dropped = true;
+            real().catch(() => {});
+            await new Promise((r) => setTimeout(r, 100));
+            throw new TypeError('Failed to fetch');
+          },
+        });
+        try {
+          await openChat(w);
+          const id = storedId(w)!;
+          type(w, 'How long do refunds take?');
+          await until(() => w.transcript().length === 3, 'the answer', 15_000);
+          const sends = w.requests.filter((r) => r.url.endsWith('/messages'));
+          assert.ok(sends.some((r) => r.status === 429), 'a retry was told the first is still being processed');
+          assert.equal(sends.at(-1)!.replayed, 'true');
+          assert.equal(w.error(), '');
+          assert.equal((await conversationOf(id)).messages.length, 3, 'stored once');
+        } finally {
+          chat.send = send;
+          w.close();
+        }
+      });
+
+      test('"body.email": an address the service refuses is named as the field', async () => {
+        const started = await t.request('POST', '/v1/chat/conversations', { key: pk, body: {} });
+        const id = started.body.data.conversation.id;
+        // What the widget's own check lets through (a type=email input accepts it) but the service refuses.
+        const r = await t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: pk, body: { email: 'jo@localhost' } });
+        assert.equal(r.status, 400, r.text);
+        assert.match(r.body.error.message, /^body\.email/);
+      });
+    });
+
     /** A widget on an account whose limit lets three requests through, at its fourth: a refused send. */
     async function refusedSend(limits: { minute?: number; day?: number }) {
       const acct = await t.account(limits);
