@@ -447,6 +447,23 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('two tabs: a tab that finds its conversation ended does not forget the new one another tab started', async () => {
+      const w = await openSite();
+      try {
+        await openChat(w);
+        const id = storedId(w)!;
+        // Another tab of the site ended this conversation and started a new one, stored under the same key.
+        assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: pk })).status, 200);
+        const other = (await t.request('POST', '/v1/chat/conversations', { key: pk, body: {} })).body.data.conversation.id;
+        w.window.localStorage.setItem(`parley.widget.${pk}`, JSON.stringify({ conversationId: other, open: true }));
+        type(w, 'still there?');
+        await until(() => w.shadow.querySelector('.newchat'), 'the ended notice');
+        assert.equal(storedId(w), other, 'the other tab’s conversation is kept');
+      } finally {
+        w.close();
+      }
+    });
+
     // The widget tells some refusals apart by their wording (widget.js: "has ended", "was carried out", "still being
     // processed", "body.email"). Each is produced here by the real service, so a change of wording fails a test.
     describe('the server wordings the widget relies on', () => {

@@ -414,7 +414,8 @@
   }
 
   function conversationEnded() {
-    writeStore({ conversationId: null });
+    // Forget it only if it is still the stored one: another tab of the site may have started a new one meanwhile.
+    if (state.conversation && readStore().conversationId === state.conversation.id) writeStore({ conversationId: null });
     if (state.conversation) state.conversation.endedAt = state.conversation.endedAt || new Date().toISOString();
     addNote('This chat has ended.');
     var again = el('button', { type: 'button', class: 'newchat', text: 'Start a new chat' });
