@@ -69,6 +69,9 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   if (typeof secret !== 'string' || secret === '') throw new TypeError('verifyWebhook: secret is required');
   const body = bytes(rawBody);
   const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  // NaN compares false with everything, so a tolerance or "now" that is not a number (Number(process.env.X) of a
+  // missing variable, an invalid Date) would pass any timestamp: a replay of an old delivery would verify.
+  if (typeof tolerance !== 'number' || !(tolerance >= 0)) throw new TypeError(`verifyWebhook: toleranceSeconds must be a number ≥ 0, got ${tolerance}`);
 
   const id = readHeader(headers, 'webhook-id');
   const timestamp = readHeader(headers, 'webhook-timestamp')?.trim();
@@ -78,6 +81,7 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   }
   if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookVerificationError('invalid_timestamp', 'webhook-timestamp is not Unix seconds');
   const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
+  if (!Number.isFinite(nowMs)) throw new TypeError(`verifyWebhook: now must be a valid Date or Unix milliseconds, got ${String(input.now)}`);
   if (Math.abs(Math.floor(nowMs / 1000) - Number(timestamp)) > tolerance) {
     throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${tolerance} s from now`);
   }

@@ -137,3 +137,19 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe('verifyWebhook options', () => {
+  test('a tolerance or a "now" that is not a number is refused, not read as "no timestamp check"', () => {
+    const id = 'dlv_old';
+    const ts = Math.floor(Date.now() / 1000) - 86_400; // captured a day ago, replayed now
+    const body = '{"event":"test","data":{}}';
+    const headers = { 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': standardSignature(id, ts, SECRET, body) };
+    assert.equal(refusal(() => verifyWebhook({ secret: SECRET, rawBody: body, headers })), 'timestamp_out_of_tolerance');
+    // Read from a missing environment variable, say: Number(undefined) is NaN.
+    for (const toleranceSeconds of [Number(undefined), -1]) {
+      assert.throws(() => verifyWebhook({ secret: SECRET, rawBody: body, headers, toleranceSeconds }), TypeError, String(toleranceSeconds));
+    }
+    assert.throws(() => verifyWebhook({ secret: SECRET, rawBody: body, headers, now: new Date('not a date') }), TypeError);
+    assert.throws(() => verifyWebhook({ secret: SECRET, rawBody: body, headers, now: Number.NaN }), TypeError);
+  });
+});
