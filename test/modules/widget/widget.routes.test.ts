@@ -558,6 +558,23 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    test('a proxy’s 503 asking to wait an hour is not waited out with the typing indicator', async () => {
+      const w = await openSite({
+        wrap: (real, req) =>
+          req.url.endsWith('/messages') ? Promise.resolve(new Response('<h1>maintenance</h1>', { status: 503, headers: { 'retry-after': '3600' } })) : real(),
+      });
+      try {
+        await openChat(w);
+        type(w, 'are you there?');
+        await until(() => w.error(), 'the error', 5_000);
+        assert.match(w.error(), /did not work/);
+        assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, 'are you there?');
+        assert.equal(w.$<HTMLButtonElement>('.send')!.disabled, false);
+      } finally {
+        w.close();
+      }
+    });
+
     /** A widget on an account whose limit lets three requests through, at its fourth: a refused send. */
     async function refusedSend(limits: { minute?: number; day?: number }) {
       const acct = await t.account(limits);

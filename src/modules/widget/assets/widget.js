@@ -29,6 +29,11 @@
   var BACKOFF_MS = [500, 1500, 3500];
   /** A request with no answer after this long is treated as a network failure (and retried with its key). */
   var TIMEOUT_MS = 30000;
+  /**
+   * The longest Retry-After waited out by a retry. A proxy's 503 may ask for an hour (maintenance): waiting that
+   * long with the typing indicator and the send button disabled would look like a hang, so it is answered at once.
+   */
+  var MAX_RETRY_WAIT_S = 10;
 
   var CSS = [
     ':host{all:initial !important;display:block !important;position:static !important;visibility:visible !important;opacity:1 !important}',
@@ -257,8 +262,9 @@
               };
               // The first request with this key is still running on the service (it got the message): wait, then ask again.
               var inProgress = res.status === 429 && out.error && /still being processed/.test(out.error.message || '');
-              if ((inProgress || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1) {
-                return retry((out.retryAfter || 1) * 1000);
+              var wait = out.retryAfter || 1;
+              if ((inProgress || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1 && wait <= MAX_RETRY_WAIT_S) {
+                return retry(wait * 1000);
               }
               return out;
             });
