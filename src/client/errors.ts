@@ -15,7 +15,7 @@ export class ParleyError extends Error {
   readonly status: number;
   /** X-Request-Id of the failed answer: quote it when asking the operator to look at the logs. */
   readonly requestId: string | null;
-  /** Seconds the service asked to wait (Retry-After), on a 429; null otherwise. */
+  /** Seconds the answer asked to wait (Retry-After: the service's 429s, a proxy's 503); null without one. */
   readonly retryAfter: number | null;
   /** Every header of the failed answer, names lower-cased. */
   readonly headers: Record<string, string>;
