@@ -464,6 +464,18 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a stored id the service refuses as malformed (400) is forgotten, not retried on every open', async () => {
+      const w = await openSite({ storage: { [`parley.widget.${pk}`]: JSON.stringify({ conversationId: 'x'.repeat(65) }) } });
+      try {
+        await openChat(w);
+        assert.equal(w.requests[0]!.status, 400);
+        assert.equal(w.error(), '');
+        assert.match(storedId(w)!, /^conv_/);
+      } finally {
+        w.close();
+      }
+    });
+
     // The widget tells some refusals apart by their wording (widget.js: "has ended", "was carried out", "still being
     // processed", "body.email"). Each is produced here by the real service, so a change of wording fails a test.
     describe('the server wordings the widget relies on', () => {

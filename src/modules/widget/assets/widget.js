@@ -376,7 +376,9 @@
             render(r.data.conversation);
             return true;
           }
-          if (r.ok || r.status === 404 || r.status === 401 || r.status === 403) {
+          // 400: an id the service cannot read (storage edited by hand, or left by another version) would be
+          // refused on every open: forget it like one that is gone.
+          if (r.ok || r.status === 400 || r.status === 404 || r.status === 401 || r.status === 403) {
             writeStore({ conversationId: null });
             return false;
           }
