@@ -123,6 +123,10 @@ export function verifyDelivery(input: {
   const tsSeconds = Number(ts.trim());
   const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
   const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  // NaN compares false with everything: a tolerance of Number(unset variable) or an invalid Date would let a replayed
+  // delivery of any age pass (as the client's verifyWebhook, which refuses them the same way).
+  if (typeof tolerance !== 'number' || !(tolerance >= 0)) throw new TypeError(`verifyDelivery: toleranceSeconds must be a number ≥ 0, got ${tolerance}`);
+  if (!Number.isFinite(nowMs)) throw new TypeError(`verifyDelivery: now must be a valid Date or Unix milliseconds, got ${String(input.now)}`);
   if (Math.abs(Math.floor(nowMs / 1000) - tsSeconds) > tolerance) {
     return { ok: false, reason: 'timestamp_out_of_tolerance' };
   }

@@ -141,6 +141,9 @@ test('verifyDelivery rejects tampering, missing headers and replays', () => {
     reason: 'timestamp_out_of_tolerance',
   });
   assert.deepEqual(verifyDelivery({ secret, body, headers: h, now: now + 6 * 60_000, toleranceSeconds: 600 }), { ok: true });
+  // A tolerance or a "now" that is not a number would make every age pass: refused, not read as "no limit".
+  assert.throws(() => verifyDelivery({ secret, body, headers: h, now: now + 86_400_000, toleranceSeconds: Number(undefined) }), /toleranceSeconds/);
+  assert.throws(() => verifyDelivery({ secret, body, headers: h, now: new Date('not a date') }), /now must be/);
   // replay with a forged fresh timestamp: the standard signature no longer matches
   assert.deepEqual(
     verifyDelivery({ secret, body, headers: { ...h, 'webhook-timestamp': String(now / 1000 + 360) }, now: now + 360_000 }),
