@@ -7,6 +7,7 @@ import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
 import { DEFAULT_SETTINGS, UNNAMED_GREETING } from '../../../src/modules/assistant/assistant.schemas.js';
 import { useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
+import { until } from '../../helpers/until.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
 
 const ASSETS = [
@@ -32,17 +33,6 @@ function cspDirectives(header: string | null): Map<string, string> {
         return [name!, values.join(' ')] as const;
       }),
   );
-}
-
-/** Polls the DOM (the script renders after fetches resolve) instead of sleeping a fixed time. */
-async function until<T>(fn: () => T | null | undefined | false, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 interface Page {

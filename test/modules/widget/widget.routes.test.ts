@@ -5,20 +5,11 @@ import { JSDOM, VirtualConsole, type DOMWindow } from 'jsdom';
 import { WIDGET_ASSETS_DIR } from '../../../src/modules/widget/widget.routes.js';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
+import { until } from '../../helpers/until.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
 
 /** Markup a customer could type or an answer could hold; it must reach the page as text. */
 const XSS = '<img src=x onerror=window.__xss=1>';
-
-async function until<T>(fn: () => T | null | undefined | false, what: string, timeoutMs = 8_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 interface Sent {
   method: string;
