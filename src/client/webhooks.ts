@@ -58,6 +58,21 @@ export const standardSignature = (id: string, timestamp: number | string, secret
   `v1,${hmac(secret).update(`${id}.${timestamp}.`, 'utf8').update(bytes(body)).digest('base64')}`;
 
 /**
+ * The replay window of a verification (here and in the server's verifyDelivery): the tolerance, and whether a
+ * `webhook-timestamp` in Unix seconds falls within it of now. A tolerance or a "now" that is not a number throws:
+ * NaN compares false with everything, so `Number(process.env.X)` of a missing variable or an invalid Date would
+ * let a replay of any age pass.
+ */
+export function replayWindow(input: { toleranceSeconds?: number | undefined; now?: Date | number | undefined }, caller: string) {
+  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  if (typeof tolerance !== 'number' || !(tolerance >= 0)) throw new TypeError(`${caller}: toleranceSeconds must be a number ≥ 0, got ${tolerance}`);
+  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
+  if (!Number.isFinite(nowMs)) throw new TypeError(`${caller}: now must be a valid Date or Unix milliseconds, got ${String(input.now)}`);
+  const nowSeconds = Math.floor(nowMs / 1000);
+  return { tolerance, admits: (timestampSeconds: number) => Math.abs(nowSeconds - timestampSeconds) <= tolerance };
+}
+
+/**
  * Checks a delivery and answers its parsed body, typed by its `event`; throws WebhookVerificationError otherwise.
  *
  * The Standard Webhooks headers are required: their signature covers the delivery id and the timestamp, so a
@@ -68,10 +83,7 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   const { secret, rawBody, headers } = input;
   if (typeof secret !== 'string' || secret === '') throw new TypeError('verifyWebhook: secret is required');
   const body = bytes(rawBody);
-  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-  // NaN compares false with everything, so a tolerance or "now" that is not a number (Number(process.env.X) of a
-  // missing variable, an invalid Date) would pass any timestamp: a replay of an old delivery would verify.
-  if (typeof tolerance !== 'number' || !(tolerance >= 0)) throw new TypeError(`verifyWebhook: toleranceSeconds must be a number ≥ 0, got ${tolerance}`);
+  const window = replayWindow(input, 'verifyWebhook');
 
   const id = readHeader(headers, 'webhook-id');
   const timestamp = readHeader(headers, 'webhook-timestamp')?.trim();
@@ -80,10 +92,8 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
     throw new WebhookVerificationError('missing_headers', 'webhook-id, webhook-timestamp and webhook-signature are required');
   }
   if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookVerificationError('invalid_timestamp', 'webhook-timestamp is not Unix seconds');
-  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
-  if (!Number.isFinite(nowMs)) throw new TypeError(`verifyWebhook: now must be a valid Date or Unix milliseconds, got ${String(input.now)}`);
-  if (Math.abs(Math.floor(nowMs / 1000) - Number(timestamp)) > tolerance) {
-    throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${tolerance} s from now`);
+  if (!window.admits(Number(timestamp))) {
+    throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${window.tolerance} s from now`);
   }
   const expected = standardSignature(id, timestamp, secret, body);
   let match = false;

@@ -12,14 +12,13 @@
  */
 // The primitives are the client library's (it may not load server code; the server may load it), so sender and
 // receiver cannot drift apart.
-import { readHeader as header, safeEqual, serviceSignature, standardSignature, type WebhookHeaders } from '../../client/webhooks.js';
+import { readHeader as header, replayWindow, safeEqual, serviceSignature, standardSignature, type WebhookHeaders } from '../../client/webhooks.js';
 
 export type Body = string | Buffer | Uint8Array;
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 export const EVENT_HEADER = 'X-Service-Event';
 export const DELIVERY_ID_HEADER = 'X-Service-Delivery-Id';
-export const DEFAULT_TOLERANCE_SECONDS = 5 * 60;
 
 /** `sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the secret>` */
 export const signBody = (secret: string, body: Body): string => serviceSignature(secret, body);
@@ -120,16 +119,7 @@ export function verifyDelivery(input: {
   const ts = header(headers, 'webhook-timestamp');
   if (!id || !ts) return { ok: false, reason: 'missing_webhook_headers' };
   if (!/^\d{1,12}$/.test(ts.trim())) return { ok: false, reason: 'invalid_timestamp' };
-  const tsSeconds = Number(ts.trim());
-  const nowMs = input.now === undefined ? Date.now() : typeof input.now === 'number' ? input.now : input.now.getTime();
-  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-  // NaN compares false with everything: a tolerance of Number(unset variable) or an invalid Date would let a replayed
-  // delivery of any age pass (as the client's verifyWebhook, which refuses them the same way).
-  if (typeof tolerance !== 'number' || !(tolerance >= 0)) throw new TypeError(`verifyDelivery: toleranceSeconds must be a number ≥ 0, got ${tolerance}`);
-  if (!Number.isFinite(nowMs)) throw new TypeError(`verifyDelivery: now must be a valid Date or Unix milliseconds, got ${String(input.now)}`);
-  if (Math.abs(Math.floor(nowMs / 1000) - tsSeconds) > tolerance) {
-    return { ok: false, reason: 'timestamp_out_of_tolerance' };
-  }
+  if (!replayWindow(input, 'verifyDelivery').admits(Number(ts.trim()))) return { ok: false, reason: 'timestamp_out_of_tolerance' };
   const expected = standardWebhookSignature(id, secret, body, ts.trim());
   let match = false;
   for (const candidate of stdSig.split(' ')) {
