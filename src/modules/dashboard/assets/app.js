@@ -888,8 +888,9 @@
    * name is still the default and the greeting too, the unnamed greeting ("Hi! I'm the virtual assistant…", not
    * "I'm Assistant, the virtual assistant"); otherwise every {name} replaced by the name, with the same call.
    */
+  const isUnnamed = (name, greeting) => (!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting;
   function greetingAsShown(name, greeting) {
-    if ((!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting) return PERSONA.unnamedGreeting;
+    if (isUnnamed(name, greeting)) return PERSONA.unnamedGreeting;
     return greeting.replaceAll('{name}', () => name);
   }
 
@@ -931,7 +932,7 @@
       const name = field('name').input.value;
       const greeting = field('greeting').input.value;
       preview.textContent = greetingAsShown(name, greeting);
-      unnamed.hidden = !((!name || name === PERSONA.defaultName) && greeting === PERSONA.defaultGreeting);
+      unnamed.hidden = !isUnnamed(name, greeting);
     };
     const clearErrors = () => {
       for (const { input, error } of inputs) {
@@ -958,7 +959,7 @@
     }
     update();
     const fields = {
-      nodes: inputs.flatMap(({ input, hint, error }) => [h('label', { for: input.id }, field(input.name).f.label), input, hint, error]),
+      nodes: inputs.flatMap(({ f, input, hint, error }) => [h('label', { for: input.id }, f.label), input, hint, error]),
       read: () => Object.fromEntries(inputs.map(({ input }) => [input.name, input.value])),
     };
     const form = apiForm('assistant-settings', 'Persona', fields, 'Save', async (values) => {
