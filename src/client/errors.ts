@@ -78,5 +78,9 @@ const CODE_OF_STATUS: Record<number, ParleyErrorCode> = {
   429: 'RATE_LIMITED',
 };
 
+/** The closed set itself: the codes statuses stand for, and the one every 5xx stands for. */
+const ERROR_CODES = new Set<string>([...Object.values(CODE_OF_STATUS), 'SERVER_ERROR']);
+export const isParleyErrorCode = (code: unknown): code is ParleyErrorCode => typeof code === 'string' && ERROR_CODES.has(code);
+
 /** The code a status stands for, for answers that are not the failure envelope. */
 export const codeOfStatus = (status: number): ParleyErrorCode => CODE_OF_STATUS[status] ?? (status >= 500 ? 'SERVER_ERROR' : 'INVALID_REQUEST');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { codeOfStatus, ParleyConnectionError, ParleyError, ParleyTimeoutError, type ParleyErrorCode } from './errors.js';
+import { codeOfStatus, isParleyErrorCode, ParleyConnectionError, ParleyError, ParleyTimeoutError } from './errors.js';
 
 export interface ParleyOptions {
   /** A server key (`sk_…`) or, for the chat channel only, a public key (`pk_…`). */
@@ -93,8 +93,6 @@ function versionedBase(baseUrl: string): string {
   return `${url.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
 }
 
-const ERROR_CODES = new Set<string>(['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED', 'SERVER_ERROR'] satisfies ParleyErrorCode[]);
-
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -106,8 +104,8 @@ function parseJson(text: string): unknown {
 function toError(a: Answer): ParleyError {
   const body = parseJson(a.text) as { success?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
   const e = body?.success === false ? body.error : undefined;
-  if (e && typeof e.code === 'string' && ERROR_CODES.has(e.code) && typeof e.message === 'string') {
-    return new ParleyError({ code: e.code as ParleyErrorCode, status: a.status, message: e.message, headers: a.headers });
+  if (e && isParleyErrorCode(e.code) && typeof e.message === 'string') {
+    return new ParleyError({ code: e.code, status: a.status, message: e.message, headers: a.headers });
   }
   const excerpt = a.text.length > 200 ? `${a.text.slice(0, 200)}…` : a.text;
   return new ParleyError({ code: codeOfStatus(a.status), status: a.status, message: `HTTP ${a.status}, not a Parley answer: ${excerpt}`, headers: a.headers });
