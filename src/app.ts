@@ -273,7 +273,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const textAjv = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
 
-  const limiter = opts.limiter ?? ctx.limiter ?? createRateLimiter({ redisUrl: ctx.config.redisUrl, log: ctx.log });
+  const limiter =
+    opts.limiter ??
+    ctx.limiter ??
+    createRateLimiter({ redisUrl: ctx.config.redisUrl, keyPrefix: ctx.config.redisKeyPrefix, publicSharePercent: ctx.config.publicKeyRateShare, log: ctx.log });
   if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
   // Finishes in-flight webhook attempts, releases leases and closes the outbound connection pool.
   app.addHook('onClose', () => ctx.deliveries.close());

@@ -10,6 +10,10 @@ export interface Config {
   /** PostgreSQL: a query with no answer after this long fails and its connection is closed; 0 turns it off. */
   databaseQueryTimeoutMs: number;
   redisUrl: string | null;
+  /** Prefix of the rate-limit counters' Redis keys, so several deployments can share one Redis. */
+  redisKeyPrefix: string;
+  /** Percentage of each of an account's rate-limit windows its public (pk_) keys may use; 100 sets no separate budget. */
+  publicKeyRateShare: number;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateUrls: boolean;
@@ -111,6 +115,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(`REDIS_URL=${JSON.stringify(withoutPassword(redisUrl))}: must start with redis:// or rediss://`);
   }
 
+  const redisKeyPrefix = str('REDIS_KEY_PREFIX', 'parley:rl');
+  if (!/^[\x21-\x7e]{1,100}$/.test(redisKeyPrefix)) {
+    problems.push(`REDIS_KEY_PREFIX=${JSON.stringify(redisKeyPrefix)}: must be 1 to 100 printable ASCII characters without spaces`);
+  }
+  // A percentage, written 50 or 50%: a fraction (0.5) would read as half a percent to some and half to others.
+  const rawShare = str('PUBLIC_KEY_RATE_SHARE', '100');
+  const shareMatch = /^(\d{1,3})%?$/.exec(rawShare);
+  const publicKeyRateShare = shareMatch ? Number(shareMatch[1]) : NaN;
+  if (!(publicKeyRateShare >= 1 && publicKeyRateShare <= 100)) {
+    problems.push(`PUBLIC_KEY_RATE_SHARE=${JSON.stringify(rawShare)}: must be a percentage from 1 to 100, such as 50%`);
+  }
+
   const rawDelays = str('WEBHOOK_RETRY_DELAYS', DEFAULT_RETRY_DELAYS);
   let webhookRetryDelaysMs: number[] = [];
   try {
@@ -137,6 +153,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sqliteSynchronous: sqliteSynchronous === 'normal' ? 'normal' : 'full',
     databaseQueryTimeoutMs: duration('DATABASE_QUERY_TIMEOUT', '30s', { allowZero: true, timer: true }),
     redisUrl,
+    redisKeyPrefix,
+    publicKeyRateShare: publicKeyRateShare >= 1 && publicKeyRateShare <= 100 ? publicKeyRateShare : 100,
     webhookRetryDelaysMs,
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),

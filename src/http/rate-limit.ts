@@ -31,6 +31,11 @@ export const REDIS_PAUSE_MS = { first: 1_000, max: 30_000 } as const;
 export function createRateLimiter(opts: {
   redisUrl: string | null;
   keyPrefix?: string;
+  /**
+   * The percentage of each of an account's windows that requests with its public (`pk_`) keys may use
+   * (PUBLIC_KEY_RATE_SHARE); 100, the default, sets no separate budget. See `consume`.
+   */
+  publicSharePercent?: number;
   log?: Logger;
   /** The clock of the windows and of the pause after a Redis failure (tests). */
   now?: () => number;
@@ -129,23 +134,34 @@ export function createRateLimiter(opts: {
     for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
   }, 60_000).unref();
 
+  /**
+   * A pair of windows counted under one key: the account's (every request), or its public keys' share of them.
+   * `name` and `note` word the 429.
+   */
+  interface Budget {
+    key: string;
+    limits: { minute: number; day: number };
+    name: string;
+    note: string;
+  }
+
   /** The day window as it stands, not counting this request: used up (the next request would be refused) or not. */
   type DayState = { msBeforeNext: number; usedUp: boolean } | null;
 
   function outcome(
-    auth: AuthContext,
+    budget: Budget,
     minute: { remaining: number; msBeforeNext: number; limited: boolean },
     day: () => { msBeforeNext: number; limited: boolean } | Promise<{ msBeforeNext: number; limited: boolean }>,
     dayState: () => DayState | Promise<DayState>,
     now: number,
   ) {
     const headers: Record<string, string> = {
-      'x-ratelimit-limit': String(auth.limits.minute),
+      'x-ratelimit-limit': String(budget.limits.minute),
       'x-ratelimit-remaining': String(Math.max(0, minute.remaining)),
       'x-ratelimit-reset': String(Math.ceil((now + minute.msBeforeNext) / 1000)),
     };
     const refuse = (window: 'minute' | 'day', msBeforeNext: number) =>
-      new ApiError('RATE_LIMITED', `rate limit of ${auth.limits[window]} requests per ${window} exceeded`, {
+      new ApiError('RATE_LIMITED', `${budget.name} of ${budget.limits[window]} requests per ${window} exceeded${budget.note}`, {
         ...headers,
         'retry-after': String(Math.max(1, Math.ceil(msBeforeNext / 1000))),
       });
@@ -167,21 +183,96 @@ export function createRateLimiter(opts: {
   }
 
   /** The day window counted by this node, read without counting. */
-  function dayHere(auth: AuthContext, now: number): DayState {
-    const c = memory.get(`day:${auth.limits.day}`)?.get(auth.accountId);
-    return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= auth.limits.day } : null;
+  function dayHere(budget: Budget, now: number): DayState {
+    const c = memory.get(`day:${budget.limits.day}`)?.get(budget.key);
+    return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= budget.limits.day } : null;
   }
 
   /** Both windows counted by this node alone (no Redis, or Redis failing). */
-  function consumeHere(auth: AuthContext) {
+  function consumeHere(budget: Budget) {
     const now = clock();
     return outcome(
-      auth,
-      takeNow('minute', auth.limits.minute, auth.accountId, now),
-      () => takeNow('day', auth.limits.day, auth.accountId, now),
-      () => dayHere(auth, now),
+      budget,
+      takeNow('minute', budget.limits.minute, budget.key, now),
+      () => takeNow('day', budget.limits.day, budget.key, now),
+      () => dayHere(budget, now),
       now,
     );
+  }
+
+  /** Consumes one request from both windows of a budget; throws 429 RATE_LIMITED past either. */
+  function consumeBudget(budget: Budget): RateLimitOutcome | Promise<RateLimitOutcome> {
+    if (!redis || !useRedis()) return consumeHere(budget);
+    return (async () => {
+      let m: Awaited<ReturnType<typeof take>>;
+      try {
+        m = await take('minute', budget.limits.minute, budget.key);
+      } catch (err) {
+        // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
+        failed(err);
+        return consumeHere(budget);
+      }
+      answered();
+      const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
+      return outcome(
+        budget,
+        minute,
+        async () => {
+          try {
+            const d = await take('day', budget.limits.day, budget.key);
+            return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
+          } catch (err) {
+            failed(err);
+            return takeNow('day', budget.limits.day, budget.key, clock());
+          }
+        },
+        async () => {
+          try {
+            const d = await limiterFor('day', budget.limits.day).get(budget.key);
+            return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= budget.limits.day } : null;
+          } catch (err) {
+            failed(err);
+            return dayHere(budget, clock());
+          }
+        },
+        clock(),
+      );
+    })();
+  }
+
+  const share = opts.publicSharePercent ?? 100;
+  const accountBudget = (auth: AuthContext): Budget => ({ key: auth.accountId, limits: auth.limits, name: 'rate limit', note: '' });
+  /** Public keys' own windows: the share of the account's, at least one request each. */
+  const publicBudget = (auth: AuthContext): Budget => ({
+    key: `public:${auth.accountId}`,
+    limits: { minute: Math.max(1, Math.floor((auth.limits.minute * share) / 100)), day: Math.max(1, Math.floor((auth.limits.day * share) / 100)) },
+    name: 'public-key rate limit',
+    note: ` (public keys may use ${share}% of the account's ${auth.limits.minute} per minute and ${auth.limits.day} per day)`,
+  });
+
+  /**
+   * A public request's headers describe what is left to public keys: the lower of the two remainders, and the reset
+   * of the window it comes from. The limit is the public budget's.
+   */
+  function publicHeaders(pub: Record<string, string>, account: Record<string, string | number>) {
+    const left = Number(account['x-ratelimit-remaining']) < Number(pub['x-ratelimit-remaining']) ? account : pub;
+    return { ...account, ...pub, 'x-ratelimit-remaining': String(left['x-ratelimit-remaining']), 'x-ratelimit-reset': String(left['x-ratelimit-reset']) };
+  }
+
+  /** The account's windows, after a public request has been admitted by its own budget. */
+  function thenAccount(auth: AuthContext, pub: RateLimitOutcome): RateLimitOutcome | Promise<RateLimitOutcome> {
+    const merge = (o: RateLimitOutcome) => ({ headers: publicHeaders(pub.headers, o.headers) });
+    const refused = (err: unknown): never => {
+      if (err instanceof ApiError) throw new ApiError(err.code, err.message, publicHeaders(pub.headers, err.headers));
+      throw err;
+    };
+    let o: RateLimitOutcome | Promise<RateLimitOutcome>;
+    try {
+      o = consumeBudget(accountBudget(auth));
+    } catch (err) {
+      return refused(err);
+    }
+    return o instanceof Promise ? o.then(merge, refused) : merge(o);
   }
 
   return {
@@ -190,42 +281,11 @@ export function createRateLimiter(opts: {
      * outcome itself) without Redis, a promise with it.
      */
     consume(auth: AuthContext): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (!redis || !useRedis()) return consumeHere(auth);
-      return (async () => {
-        let m: Awaited<ReturnType<typeof take>>;
-        try {
-          m = await take('minute', auth.limits.minute, auth.accountId);
-        } catch (err) {
-          // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
-          failed(err);
-          return consumeHere(auth);
-        }
-        answered();
-        const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
-        return outcome(
-          auth,
-          minute,
-          async () => {
-            try {
-              const d = await take('day', auth.limits.day, auth.accountId);
-              return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
-            } catch (err) {
-              failed(err);
-              return takeNow('day', auth.limits.day, auth.accountId, clock());
-            }
-          },
-          async () => {
-            try {
-              const d = await limiterFor('day', auth.limits.day).get(auth.accountId);
-              return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= auth.limits.day } : null;
-            } catch (err) {
-              failed(err);
-              return dayHere(auth, clock());
-            }
-          },
-          clock(),
-        );
-      })();
+      if (share >= 100 || auth.keyType !== 'public') return consumeBudget(accountBudget(auth));
+      // Public keys sit in web pages, where anyone can spend them: their requests are counted first in a budget of
+      // their own, and those it refuses never reach the account's windows, so the owner's server keys keep the rest.
+      const pub = consumeBudget(publicBudget(auth));
+      return pub instanceof Promise ? pub.then((o) => thenAccount(auth, o)) : thenAccount(auth, pub);
     },
     /** Resolves once Redis is connected (at once without Redis); until then this node's counters answer. */
     ready(): Promise<void> {

@@ -465,6 +465,11 @@ export function cliConfigSuite() {
         ['LLM_TIMEOUT', 'abc', /LLM_TIMEOUT="abc": must be a positive duration/],
         ['AUTH_CACHE_TTL', 'x', /AUTH_CACHE_TTL="x": must be a duration \(0 turns it off\)/],
         ['WEBHOOK_MAX_PER_ACCOUNT', '0', /WEBHOOK_MAX_PER_ACCOUNT="0": must be an integer from 1 to 1000/],
+        // A fraction would be read as half a percent by some and half by others: a percentage only.
+        ['PUBLIC_KEY_RATE_SHARE', '0.5', /PUBLIC_KEY_RATE_SHARE="0.5": must be a percentage from 1 to 100, such as 50%/],
+        ['PUBLIC_KEY_RATE_SHARE', '0%', /PUBLIC_KEY_RATE_SHARE="0%": must be a percentage/],
+        ['PUBLIC_KEY_RATE_SHARE', '101', /PUBLIC_KEY_RATE_SHARE="101": must be a percentage/],
+        ['REDIS_KEY_PREFIX', 'my app', /REDIS_KEY_PREFIX="my app": must be 1 to 100 printable ASCII characters without spaces/],
       ] as const;
       const results = await Promise.all(cases.map(([name, value]) => cli(['accounts', 'list'], { ...env, [name]: value })));
       results.forEach((r, i) => {

@@ -54,6 +54,7 @@ export async function createTestApp(dialect: DialectName, opts: TestAppOptions =
   const limiter = createRateLimiter({
     redisUrl: opts.redisUrl ?? null,
     keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}`,
+    publicSharePercent: config.publicKeyRateShare,
     ...(opts.log ? { log: opts.log } : {}),
     ...opts.limiter,
   });

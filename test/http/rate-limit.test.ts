@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createTestApp, useTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
@@ -29,6 +30,16 @@ async function dayUsedUpThenMinute(app: TestApp) {
   assert.ok(retryAfter > 60 && retryAfter <= 86_400, `Retry-After ${retryAfter}`);
   assert.equal(last!.headers.get('x-ratelimit-remaining'), '0');
 }
+
+test('PUBLIC_KEY_RATE_SHARE is a percentage (50 or 50%), 100 by default; REDIS_KEY_PREFIX defaults to parley:rl', () => {
+  assert.equal(loadConfig({}).publicKeyRateShare, 100);
+  assert.equal(loadConfig({ PUBLIC_KEY_RATE_SHARE: '50%' }).publicKeyRateShare, 50);
+  assert.equal(loadConfig({ PUBLIC_KEY_RATE_SHARE: '25' }).publicKeyRateShare, 25);
+  assert.throws(() => loadConfig({ PUBLIC_KEY_RATE_SHARE: '50.5%' }), /PUBLIC_KEY_RATE_SHARE="50.5%": must be a percentage from 1 to 100/);
+  assert.equal(loadConfig({}).redisKeyPrefix, 'parley:rl');
+  assert.equal(loadConfig({ REDIS_KEY_PREFIX: 'shop-a:rl' }).redisKeyPrefix, 'shop-a:rl');
+  assert.throws(() => loadConfig({ REDIS_KEY_PREFIX: 'a\tb' }), /REDIS_KEY_PREFIX/);
+});
 
 for (const dialect of DIALECTS) {
   describe(`rate limits, in memory (${dialect})`, () => {
@@ -144,6 +155,93 @@ for (const dialect of DIALECTS) {
     test('public routes carry no rate-limit headers', async () => {
       const r = await t.request('GET', '/v1/health');
       assert.equal(r.headers.get('x-ratelimit-limit'), null);
+    });
+
+    test('without PUBLIC_KEY_RATE_SHARE a public key draws on the whole account window, as a server key does', async () => {
+      const { accountId, key } = await t.account({ minute: 4, day: 1000 });
+      const pk = (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+      const r = await t.request('GET', '/v1/chat/conversations/conv_nope', { key: pk });
+      assert.equal(r.status, 404);
+      assert.equal(r.headers.get('x-ratelimit-limit'), '4');
+      assert.equal(r.headers.get('x-ratelimit-remaining'), '3');
+      assert.equal((await t.request('GET', '/v1/documents', { key })).headers.get('x-ratelimit-remaining'), '2');
+    });
+  });
+
+  describe(`rate limits with PUBLIC_KEY_RATE_SHARE=50% (${dialect})`, () => {
+    const t = useTestApp(dialect, { env: { PUBLIC_KEY_RATE_SHARE: '50%' } });
+    const publicKey = async (accountId: string) => (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+    const chat = (pk: string) => t.request('GET', '/v1/chat/conversations/conv_nope', { key: pk });
+
+    test("public keys get half of each window; what their budget refuses is not counted in the account's, so server keys keep the rest", async () => {
+      const { accountId, key } = await t.account({ minute: 4, day: 1000 });
+      const pk = await publicKey(accountId);
+      const seen = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await chat(pk);
+        seen.push([r.status, r.headers.get('x-ratelimit-limit'), r.headers.get('x-ratelimit-remaining')]);
+        if (r.status === 429) {
+          assert.equal(r.body.error.code, 'RATE_LIMITED');
+          assert.match(r.body.error.message, /public-key rate limit of 2 requests per minute exceeded \(public keys may use 50% of the account's 4 per minute and 1000 per day\)/);
+          const retryAfter = Number(r.headers.get('retry-after'));
+          assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+        }
+      }
+      assert.deepEqual(seen, [
+        [404, '2', '1'],
+        [404, '2', '0'],
+        [429, '2', '0'],
+        [429, '2', '0'],
+        [429, '2', '0'],
+      ]);
+      // The account counted the two admitted public requests only: two left for the server key.
+      const server = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await t.request('GET', '/v1/documents', { key });
+        server.push([r.status, r.headers.get('x-ratelimit-limit'), r.headers.get('x-ratelimit-remaining')]);
+      }
+      assert.deepEqual(server, [
+        [200, '4', '1'],
+        [200, '4', '0'],
+        [429, '4', '0'],
+      ]);
+    });
+
+    test("a public request the account's own window refuses is a 429 whose headers still describe the public budget", async () => {
+      const { accountId, key } = await t.account({ minute: 4, day: 1000 });
+      const pk = await publicKey(accountId);
+      for (let i = 0; i < 3; i++) assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200);
+      // Public budget 2, account 1 left: the public request sees the account's remainder.
+      const first = await chat(pk);
+      assert.equal(first.status, 404);
+      assert.equal(first.headers.get('x-ratelimit-limit'), '2');
+      assert.equal(first.headers.get('x-ratelimit-remaining'), '0');
+      const refused = await chat(pk);
+      assert.equal(refused.status, 429);
+      assert.match(refused.body.error.message, /^rate limit of 4 requests per minute exceeded$/);
+      assert.equal(refused.headers.get('x-ratelimit-limit'), '2');
+      assert.equal(refused.headers.get('x-ratelimit-remaining'), '0');
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    });
+
+    test('the day window is shared out the same way', async () => {
+      const { accountId, key } = await t.account({ minute: 100, day: 5 });
+      const pk = await publicKey(accountId);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await chat(pk)).status);
+      assert.deepEqual(statuses, [404, 404, 429]);
+      const last = await chat(pk);
+      assert.match(last.body.error.message, /public-key rate limit of 2 requests per day exceeded/);
+      assert.ok(Number(last.headers.get('retry-after')) > 60);
+      for (let i = 0; i < 3; i++) assert.equal((await t.request('GET', '/v1/documents', { key })).status, 200);
+      assert.equal((await t.request('GET', '/v1/documents', { key })).status, 429);
+    });
+
+    test('server keys are not limited by the public budget', async () => {
+      const { key } = await t.account({ minute: 4, day: 1000 });
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push((await t.request('GET', '/v1/documents', { key })).status);
+      assert.deepEqual(statuses, [200, 200, 200, 200, 429]);
     });
   });
 }
@@ -284,6 +382,54 @@ describe('rate limits with Redis', () => {
       relay.freeze(false);
       await node.close();
       await relay.close();
+    }
+  });
+
+  test("REDIS_KEY_PREFIX names the counters' keys, so two deployments can share one Redis", async () => {
+    const prefix = `${keyPrefix}:own`;
+    const config = { ...t.ctx.config, ...loadConfig({ REDIS_URL, REDIS_KEY_PREFIX: prefix }) };
+    // The app makes its limiter from the configuration (no limiter handed in).
+    const app2 = await buildApp({ ...t.ctx, config, limiter: undefined });
+    await app2.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { accountId, key } = await t.account({ minute: 50, day: 1000 });
+      const base2 = `http://127.0.0.1:${(app2.server.address() as AddressInfo).port}`;
+      // Until its limiter has connected, the node counts in memory: ask until a counter shows up in Redis.
+      let stored: string[] = [];
+      for (let i = 0; i < 40 && stored.length === 0; i++) {
+        const res = await fetch(`${base2}/v1/documents`, { headers: { authorization: `Bearer ${key}` } });
+        assert.equal(res.status, 200);
+        await res.arrayBuffer();
+        stored = await redis.keys(`${prefix}:*${accountId}`);
+        if (stored.length === 0) await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.ok(stored.length >= 1, 'the counter is kept under REDIS_KEY_PREFIX');
+      assert.deepEqual(await redis.keys(`parley:rl:*${accountId}`), [], 'nothing under the default prefix');
+    } finally {
+      await app2.close();
+    }
+  });
+
+  test('PUBLIC_KEY_RATE_SHARE with Redis: the public budget is kept in Redis too, so every node shares it', async () => {
+    const nodes = [0, 1].map(() => createRateLimiter({ redisUrl: REDIS_URL, keyPrefix, publicSharePercent: 50 }));
+    try {
+      await Promise.all(nodes.map((n) => n.ready()));
+      const accountId = `acct_pub${randomBytes(4).toString('hex')}`;
+      const auth = (keyType: 'server' | 'public') => ({ accountId, plan: 'enterprise' as const, limits: { minute: 6, day: 1000 }, keyId: 'key_x', keyType, scopes: new Set<string>() });
+      const take = async (node: number, keyType: 'server' | 'public') => {
+        try {
+          return (await nodes[node]!.consume(auth(keyType))).headers['x-ratelimit-remaining'];
+        } catch (err) {
+          return (err as { code: string }).code;
+        }
+      };
+      const seen = [await take(0, 'public'), await take(1, 'public'), await take(0, 'public'), await take(1, 'public')];
+      assert.deepEqual(seen, ['2', '1', '0', 'RATE_LIMITED']);
+      // Three public requests counted in the account's window of 6: three left for server keys, on either node.
+      assert.deepEqual([await take(1, 'server'), await take(0, 'server'), await take(1, 'server'), await take(0, 'server')], ['2', '1', '0', 'RATE_LIMITED']);
+      assert.ok((await redis.keys(`${keyPrefix}:minute*public:${accountId}`)).length === 1, 'the public budget is a Redis key');
+    } finally {
+      await Promise.all(nodes.map((n) => n.close()));
     }
   });
 
