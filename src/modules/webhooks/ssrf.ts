@@ -230,6 +230,9 @@ export function validateWebhookUrl(url: string, opts: { allowPrivate: boolean })
 // DNS-time checks
 // ---------------------------------------------------------------------------------------------
 
+/** What the account is told of a host name that does not resolve, or resolves to a private address (see assertPublicHost). */
+export const NOT_PUBLIC = (host: string) => `${host} does not resolve to a public address`;
+
 export type LookupAllFn = (
   hostname: string,
   options: { all: true },
@@ -237,7 +240,10 @@ export type LookupAllFn = (
 
 /**
  * Resolves every address of `hostname` and throws `SsrfError` ('SSRF_BLOCKED') if any is private,
- * or ('DNS_FAILURE') if it does not resolve. Resolves with the addresses checked.
+ * or ('DNS_FAILURE') if it does not resolve. Both say the same words (`NOT_PUBLIC`): a name that resolves to a
+ * private address and one that does not resolve must look alike to the account, or it could tell which of the
+ * operator's internal names exist (directly, or through a CNAME of its own domain). Resolves with the addresses
+ * checked.
  * With `allowPrivate` it returns at once without resolving.
  */
 export async function assertPublicHost(
@@ -256,13 +262,12 @@ export async function assertPublicHost(
   try {
     addrs = await lookup(host, { all: true });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException)?.code;
-    throw new SsrfError('DNS_FAILURE', `could not resolve ${host}${code ? ` (${code})` : ''}`);
+    throw new SsrfError('DNS_FAILURE', NOT_PUBLIC(host));
   }
-  if (addrs.length === 0) throw new SsrfError('DNS_FAILURE', `could not resolve ${host}`);
+  if (addrs.length === 0) throw new SsrfError('DNS_FAILURE', NOT_PUBLIC(host));
   const bad = addrs.find((a) => isPrivateAddress(a.address));
   // The address is not named: a tenant could otherwise map the operator's internal names to addresses.
-  if (bad) throw new SsrfError('SSRF_BLOCKED', `${host} resolves to a private address`);
+  if (bad) throw new SsrfError('SSRF_BLOCKED', NOT_PUBLIC(host));
   return addrs.map((a) => a.address);
 }
 
@@ -287,26 +292,24 @@ export type CallbackLookupFn = (
 export function createGuardedLookup(opts: { allowPrivate: boolean; lookup?: CallbackLookupFn }): CallbackLookupFn {
   const base: CallbackLookupFn = opts.lookup ?? (dns.lookup as unknown as CallbackLookupFn);
   return (hostname, options, callback) => {
+    // Guarded, a failed lookup and a private address read alike in the attempt (assertPublicHost says why).
+    const refused = (code: string) => {
+      const e: NodeJS.ErrnoException = new Error(`refused to connect: ${NOT_PUBLIC(hostname)}`);
+      e.code = code;
+      return e;
+    };
     base(hostname, { ...options, all: true }, (err, result) => {
-      if (err) return callback(err, '');
+      if (err) return callback(opts.allowPrivate ? err : refused(err.code ?? 'ENOTFOUND'), '');
       const list: dns.LookupAddress[] = Array.isArray(result)
         ? result
         : [{ address: result, family: net.isIP(result) }];
       if (list.length === 0) {
+        if (!opts.allowPrivate) return callback(refused('ENOTFOUND'), '');
         const e: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
         e.code = 'ENOTFOUND';
         return callback(e, '');
       }
-      if (!opts.allowPrivate) {
-        const bad = list.find((a) => isPrivateAddress(a.address));
-        if (bad) {
-          const e: NodeJS.ErrnoException = new Error(
-            `refused to connect to ${hostname}: it resolves to a private address`,
-          );
-          e.code = 'ESSRF';
-          return callback(e, '');
-        }
-      }
+      if (!opts.allowPrivate && list.some((a) => isPrivateAddress(a.address))) return callback(refused('ESSRF'), '');
       if (options.all) return callback(null, list);
       const first = list[0]!;
       return callback(null, first.address, first.family);

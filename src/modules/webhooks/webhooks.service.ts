@@ -131,7 +131,8 @@ export function createWebhooksService(
   /**
    * Syntax, then (unless private URLs are allowed) every address the host resolves to must be public.
    * A host that does not resolve is refused too: at registration that is far more often a typo than a
-   * name about to be created, and the caller sees it at once instead of as failed deliveries later.
+   * name about to be created, and the caller sees it at once instead of as failed deliveries later. The two
+   * cases read alike (ssrf.ts NOT_PUBLIC), so the account cannot probe which internal names exist.
    */
   async function checkUrl(url: string) {
     const textProblem = urlTextProblem(url);
@@ -142,11 +143,7 @@ export function createWebhooksService(
       await assertPublicHost(v.url.hostname, { allowPrivate });
     } catch (err) {
       if (!(err instanceof SsrfError)) throw err;
-      throw invalidRequest(
-        err.code === 'DNS_FAILURE'
-          ? `body.url host does not resolve: ${err.message}`
-          : `body.url is not allowed: ${err.message} (webhook URLs must be publicly reachable)`,
-      );
+      throw invalidRequest(`body.url is not allowed: ${err.message} (webhook URLs must be publicly reachable)`);
     }
   }
 

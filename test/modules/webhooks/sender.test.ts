@@ -156,6 +156,25 @@ test('DNS failure → failure with the error text', async () => {
   assert.match(r.error ?? '', /ENOTFOUND|EAI_AGAIN|getaddrinfo/);
 });
 
+test('guarded, a host that does not resolve and one that resolves to a private address fail with the same words', async () => {
+  const strict = createUndiciSender({ allowPrivate: false });
+  const internalName: CallbackLookupFn = (_host, options, cb) => (options.all ? cb(null, [{ address: '10.0.0.7', family: 4 }]) : cb(null, '10.0.0.7', 4));
+  const strictPrivate = createUndiciSender({ allowPrivate: false, lookup: internalName });
+  try {
+    const missing = await strict.send(req('http://nonexistent.invalid/'));
+    const internal = await strictPrivate.send(req('http://nonexistent.invalid/'));
+    assert.equal(missing.ok, false);
+    assert.equal(internal.ok, false);
+    // Otherwise an account could learn which of the operator's internal names exist (a CNAME of its own domain
+    // pointing at one, say), from its attempts' errors.
+    assert.equal(missing.error, 'refused to connect: nonexistent.invalid does not resolve to a public address');
+    assert.equal(internal.error, missing.error);
+  } finally {
+    await strict.close();
+    await strictPrivate.close();
+  }
+});
+
 test('invalid URLs are failures, not throws', async () => {
   for (const url of ['not a url', 'ftp://example.com/', 'http://user:pass@127.0.0.1/']) {
     const r = await sender.send(req(url));
@@ -242,10 +261,10 @@ test('connect-time guard: a public-looking name that resolves to loopback (DNS r
     assert.equal(r.ok, false);
     assert.equal(r.statusCode, null);
     // The attempt's error (shown to the account) does not name the address the name resolved to.
-    assert.match(r.error ?? '', /hooks\.example\.com: it resolves to a private address$/);
+    assert.equal(r.error, 'refused to connect: hooks.example.com does not resolve to a public address');
     const m = await strictMixed.send(req(url));
     assert.equal(m.ok, false);
-    assert.match(m.error ?? '', /resolves to a private address$/);
+    assert.equal(m.error, 'refused to connect: hooks.example.com does not resolve to a public address');
     assert.ok(!`${r.error} ${m.error}`.includes('127.0.0.1'));
     assert.equal(guarded.connections, 0, 'nothing reached the server');
 

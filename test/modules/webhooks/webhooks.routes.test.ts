@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { describe, test } from 'node:test';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
@@ -215,6 +217,15 @@ for (const dialect of DIALECTS) {
         const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url, events: ['escalation'], secret: 'secret-123' } });
         assert.equal(r.status, 400, url);
         assert.match(r.body.error.message, /^body\.url/, url);
+      }
+      // A name that resolves to a private address (this machine's own name, through /etc/hosts) and one that does not
+      // resolve at all are refused with the same words: the account cannot probe which internal names exist.
+      const own = hostname();
+      if ((await lookup(own, { all: true }).catch(() => [])).some((a) => /^(127\.|10\.|192\.168\.|::1$)/.test(a.address))) {
+        const refusal = async (host: string) =>
+          (await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `http://${host}/h`, events: ['escalation'], secret: 'secret-123' } })).body.error.message;
+        assert.equal(await refusal(own), `body.url is not allowed: ${own} does not resolve to a public address (webhook URLs must be publicly reachable)`);
+        assert.equal(await refusal('does-not-exist.invalid'), 'body.url is not allowed: does-not-exist.invalid does not resolve to a public address (webhook URLs must be publicly reachable)');
       }
       const c = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: 'http://93.184.215.14/h', events: ['escalation'], secret: 'secret-123' } });
       assert.equal(c.status, 201, c.text);
