@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 /** The endpoints a public key may call: the ones the owner's chat widget calls from the customer's browser. */
 const CHAT_PREFIX = '/v1/chat/';
 
-const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed';
+const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed, Idempotency-Status';
 
 /**
  * The CORS headers of a chat answer; also called for the refusals Fastify makes before any hook runs (a URL whose

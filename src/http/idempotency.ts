@@ -192,6 +192,14 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
   app.decorateRequest('idempotency', null);
 
   /** 'run': this request holds the key and runs; 'replayed': the kept answer was sent. */
+  /**
+   * Which of the key's states refused a request, for clients to act on without reading the message: the spec's
+   * closed set of error codes has none finer than INVALID_REQUEST and RATE_LIMITED. `in-progress` (429: the first
+   * request is still running; retry after Retry-After), `key-reused` (400: the key belongs to another request; a
+   * bug in the client), `answer-lost` (400: carried out, answer lost; check the outcome, do not resend).
+   */
+  const STATUS_HEADER = 'idempotency-status';
+
   async function begin(req: FastifyRequest, reply: FastifyReply, key: string): Promise<'run' | 'replayed'> {
     const accountId = req.auth.accountId;
     const fingerprint = requestFingerprint(req.method, req.url, req.body);
@@ -211,9 +219,11 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
       }
       if (row.fingerprint !== fingerprint && row.fingerprint !== legacyFingerprint(req.method, req.url, req.body)) {
         const same = row.method === req.method && row.path === path;
-        throw invalidRequest(
+        throw new ApiError(
+          'INVALID_REQUEST',
           `header.Idempotency-Key ${JSON.stringify(key)} was already used for ${same ? 'a request with a different body' : `${row.method} ${row.path}`}; ` +
             'a key stands for one request for 24 hours, so send a new key with a new request',
+          { [STATUS_HEADER]: 'key-reused' },
         );
       }
       if (row.status_code !== null) {
@@ -224,9 +234,11 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
         if (row.committed_at !== null) {
           // Its write committed but no answer was kept (the process died first, or the request failed after it):
           // running it again would repeat the write.
-          throw invalidRequest(
+          throw new ApiError(
+            'INVALID_REQUEST',
             `header.Idempotency-Key ${JSON.stringify(key)}: the request sent with this key was carried out, but its answer was lost ` +
               '(the service stopped or failed before answering); it is not run again. Check the outcome (list or get the resource), then use a new key',
+            { [STATUS_HEADER]: 'answer-lost' },
           );
         }
         // Left by a process that died before it wrote anything: it runs again.
@@ -239,6 +251,7 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
       if (performance.now() >= waitUntil) {
         throw new ApiError('RATE_LIMITED', `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed; retry once it has finished`, {
           'retry-after': 1,
+          [STATUS_HEADER]: 'in-progress',
         });
       }
       await sleep(POLL_MS);

@@ -36,6 +36,7 @@ for (const dialect of DIALECTS) {
       assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Remaining/);
       assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
       assert.match(ok.headers.get('access-control-expose-headers') ?? '', /Idempotent-Replayed/);
+      assert.match(ok.headers.get('access-control-expose-headers') ?? '', /Idempotency-Status/);
       const unauthorised = await t.request('POST', '/v1/chat/conversations', { key: 'pk_nope', body: {}, headers: ORIGIN });
       assert.equal(unauthorised.status, 401);
       assert.equal(unauthorised.headers.get('access-control-allow-origin'), '*');

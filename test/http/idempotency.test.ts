@@ -46,6 +46,7 @@ for (const dialect of DIALECTS) {
       assert.equal(other.status, 400);
       assert.equal(other.body.error.code, 'INVALID_REQUEST');
       assert.match(other.body.error.message, /Idempotency-Key "k-mismatch" was already used for a request with a different body/);
+      assert.equal(other.headers.get('idempotency-status'), 'key-reused');
       const elsewhere = await t.request('POST', '/v1/documents', { key: t.key, body: { title: 'x', content: 'y' }, headers: IK('k-mismatch') });
       assert.equal(elsewhere.status, 400);
       assert.match(elsewhere.body.error.message, /already used for POST \/v1\/faqs/);
@@ -132,6 +133,7 @@ for (const dialect of DIALECTS) {
         assert.equal(second.status, 429);
         assert.equal(second.body.error.code, 'RATE_LIMITED');
         assert.match(second.body.error.message, /still being processed/);
+        assert.equal(second.headers.get('idempotency-status'), 'in-progress');
         assert.equal(second.headers.get('retry-after'), '1');
         assert.ok((await first).status < 300);
         const third = await send();
@@ -301,6 +303,7 @@ for (const dialect of DIALECTS) {
         const after = await t.request('POST', url, { key: t.key, body, headers: IK(key) });
         assert.equal(after.status, 400, after.text);
         assert.match(after.body.error.message, /^header\.Idempotency-Key "k-lost-[a-z]+": the request sent with this key was carried out, but its answer was lost/);
+        assert.equal(after.headers.get('idempotency-status'), 'answer-lost');
         assert.equal(await total(), before + 1, 'created once');
       }
     });
