@@ -17,6 +17,12 @@ export class ParleyError extends Error {
   readonly requestId: string | null;
   /** Seconds the answer asked to wait (Retry-After: the service's 429s, a proxy's 503); null without one. */
   readonly retryAfter: number | null;
+  /**
+   * Why an Idempotency-Key refused the request (its Idempotency-Status header), null for any other failure:
+   * `in-progress` (429: the first request still runs), `key-reused` (400: the key belongs to another request),
+   * `answer-lost` (400: it was carried out but its answer lost; check the outcome, do not send it again).
+   */
+  readonly idempotencyStatus: 'in-progress' | 'key-reused' | 'answer-lost' | null;
   /** Every header of the failed answer, names lower-cased. */
   readonly headers: Record<string, string>;
 
@@ -27,6 +33,8 @@ export class ParleyError extends Error {
     this.headers = init.headers;
     this.requestId = init.headers['x-request-id'] ?? null;
     this.retryAfter = parseRetryAfter(init.headers['retry-after']);
+    const status = init.headers['idempotency-status'];
+    this.idempotencyStatus = status === 'in-progress' || status === 'key-reused' || status === 'answer-lost' ? status : null;
   }
 }
 

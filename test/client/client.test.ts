@@ -227,6 +227,12 @@ for (const dialect of DIALECTS) {
       const c = await parley.documents.create({ title: 'Once', content: 'only once' });
       assert.notEqual(c.id, a.id, 'without a key of its own each call is a new request');
       await assertCode(parley.documents.create({ title: 'Other', content: 'x' }, { idempotencyKey: key }), 'INVALID_REQUEST', 400, /Idempotency-Key/i);
+      const reused = await parley.documents.create({ title: 'Other', content: 'x' }, { idempotencyKey: key }).catch((e: unknown) => e);
+      assert.ok(reused instanceof ParleyError);
+      assert.equal(reused.idempotencyStatus, 'key-reused');
+      const plain = await parley.documents.get('doc_missing').catch((e: unknown) => e);
+      assert.ok(plain instanceof ParleyError);
+      assert.equal(plain.idempotencyStatus, null);
     });
 
     test('lastRateLimit holds the X-RateLimit-* of the latest answer', async () => {

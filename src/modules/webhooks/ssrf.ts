@@ -261,7 +261,7 @@ export async function assertPublicHost(
   let addrs: Array<{ address: string; family: number }>;
   try {
     addrs = await lookup(host, { all: true });
-  } catch (err) {
+  } catch {
     throw new SsrfError('DNS_FAILURE', NOT_PUBLIC(host));
   }
   if (addrs.length === 0) throw new SsrfError('DNS_FAILURE', NOT_PUBLIC(host));
