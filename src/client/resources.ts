@@ -134,6 +134,11 @@ export class Conversations extends ListResource<{ query: T.ConversationListParam
   constructor(http: Transport) {
     super(http, '/conversations', (p) => p.conversations);
   }
+
+  /** Erases the conversation and what Parley keeps of it (messages, events, deliveries not yet sent). */
+  delete(id: string, options?: RequestOptions): Promise<T.Deleted> {
+    return this.http.delete<T.Deleted>(`/conversations/${seg(id)}`, options);
+  }
 }
 
 export class Rundowns extends ListResource<{ query: T.RundownListParams; page: T.RundownList; item: T.Rundown; record: T.Rundown }> {

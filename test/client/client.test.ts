@@ -142,6 +142,12 @@ for (const dialect of DIALECTS) {
       const topics = await parley.analytics.topics({ from: since, limit: 5 });
       assert.ok(Array.isArray(topics.topics));
       await assertCode(parley.analytics.overview({ from: 'yesterday' }), 'INVALID_REQUEST', 400, /query\.from/);
+
+      // Erased: gone from the owner's API and the chat alike.
+      assert.deepEqual(await parley.conversations.delete(id), { deleted: true });
+      await assertCode(parley.conversations.get(id), 'NOT_FOUND', 404);
+      await assertCode(parley.chat.get(id), 'NOT_FOUND', 404);
+      await assertCode(parley.conversations.delete(id), 'NOT_FOUND', 404);
     });
 
     test('chat: contact and escalate', async () => {

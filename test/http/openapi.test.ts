@@ -25,6 +25,7 @@ const ROUTES = [
   ['post', '/chat/conversations/{id}/end', '200', true],
   ['get', '/conversations', '200', false],
   ['get', '/conversations/{id}', '200', true],
+  ['delete', '/conversations/{id}', '200', true],
   ['get', '/analytics/overview', '200', false],
   ['get', '/analytics/topics', '200', false],
   ['get', '/webhooks', '200', false],

@@ -8,6 +8,7 @@ import * as m0006 from './0006_knowledge_versions.js';
 import * as m0007 from './0007_idempotency_keys.js';
 import * as m0008 from './0008_message_seq.js';
 import * as m0009 from './0009_idempotency_committed.js';
+import * as m0010 from './0010_deliveries_event.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '0007_idempotency_keys': m0007,
   '0008_message_seq': m0008,
   '0009_idempotency_committed': m0009,
+  '0010_deliveries_event': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {

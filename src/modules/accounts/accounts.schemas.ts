@@ -14,6 +14,7 @@ export const SCOPES = [
   'faqs:read',
   'faqs:write',
   'conversations:read',
+  'conversations:write',
   'analytics:read',
   'webhooks:read',
   'webhooks:write',

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
 import { writeTransaction, writesAlone } from '../../db/unit-of-work.js';
-import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
+import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
@@ -469,8 +469,14 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
     async endIdle(idleMs: number, batch = 100) {
       const before = clock.now() - idleMs;
       const rows = await repo.idle(db, before, batch);
-      // Re-checked as each one ends: a message may have come in since the list was read.
-      for (const r of rows) await end(r.account_id, r.id, before);
+      // Re-checked as each one ends: a message may have come in since the list was read, or it may have been erased.
+      for (const r of rows) {
+        try {
+          await end(r.account_id, r.id, before);
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
+        }
+      }
       return rows.length;
     },
 

@@ -1,4 +1,5 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
+import { lockingRead } from '../../db/locks.js';
 import { pageLimit } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
@@ -43,6 +44,58 @@ export const conversationsRepository = {
 
   find(db: Conn, accountId: string, id: string) {
     return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  },
+
+  /** Its start, read under the row's lock (PostgreSQL): a message, an end or contact details in flight finish first. */
+  findLocked(db: Conn, accountId: string, id: string) {
+    return lockingRead(db, db.selectFrom('conversations').select(['id', 'created_at']).where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst();
+  },
+
+  /**
+   * The events emitted about a conversation (every kind names it as data.conversationId), from its start on. The
+   * LIKE narrows the account's events by the index's time range; the caller checks each payload, since `_` in an id
+   * is a LIKE wildcard.
+   */
+  eventsOf(db: Conn, accountId: string, conversationId: string, since: number) {
+    return db
+      .selectFrom('events')
+      .select(['id', 'payload'])
+      .where('account_id', '=', accountId)
+      .where('created_at', '>=', since)
+      .where('payload', 'like', `%"conversationId":"${conversationId}"%`)
+      .execute();
+  },
+
+  /** Deletes the deliveries of these events with their attempts (deliveries_event index). */
+  async deleteDeliveriesOf(db: Conn, accountId: string, eventIds: readonly string[]) {
+    if (eventIds.length === 0) return;
+    const of = db.selectFrom('deliveries').select('id').where('account_id', '=', accountId).where('event_id', 'in', eventIds);
+    await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', of).execute();
+    await db.deleteFrom('deliveries').where('account_id', '=', accountId).where('event_id', 'in', eventIds).execute();
+  },
+
+  async deleteEvents(db: Conn, accountId: string, eventIds: readonly string[]) {
+    if (eventIds.length) await db.deleteFrom('events').where('account_id', '=', accountId).where('id', 'in', eventIds).execute();
+  },
+
+  /**
+   * The answers kept for the Idempotency-Keys of requests about the conversation (its start's answer names its id;
+   * the others are sent to its path): they repeat its messages for 24 hours.
+   */
+  deleteIdempotencyAnswers(db: Conn, accountId: string, conversationId: string) {
+    return db
+      .deleteFrom('idempotency_keys')
+      .where('account_id', '=', accountId)
+      .where((eb) => eb.or([eb('path', 'like', `/v1/chat/conversations/${conversationId}%`), eb('response', 'like', `%"${conversationId}"%`)]))
+      .execute();
+  },
+
+  /** The conversation, its messages and its workflow runs; true when it existed. */
+  async delete(db: Conn, accountId: string, id: string) {
+    await db.deleteFrom('messages').where('account_id', '=', accountId).where('conversation_id', '=', id).execute();
+    await db.deleteFrom('workflow_runs').where('account_id', '=', accountId).where('conversation_id', '=', id).execute();
+    const r = await db.deleteFrom('conversations').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
   },
 
   /** In order of occurrence: seq (the position in the conversation) orders messages of the same millisecond. */

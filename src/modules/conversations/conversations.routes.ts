@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
-import { IdParams, responses } from '../../http/schemas.js';
+import { Deleted, IdParams, responses } from '../../http/schemas.js';
 import { ConversationList, ConversationRecord, ListConversationsQuery } from './conversations.schemas.js';
 
 export const conversationsRoutes =
@@ -24,5 +24,19 @@ export const conversationsRoutes =
       config: { scope: 'conversations:read' },
       schema: { tags, summary: 'Get a conversation with its messages', params: IdParams, response: responses(200, ConversationRecord, [404]) },
       handler: async (req) => ({ success: true as const, data: await svc.get(req.auth.accountId, req.params.id) }),
+    });
+
+    app.delete('/conversations/:id', {
+      config: { scope: 'conversations:write' },
+      schema: {
+        tags,
+        summary: 'Erase a conversation',
+        description:
+          'Deletes the conversation, its messages and workflow runs, the events emitted about it and their webhook deliveries (a pending one is not sent), ' +
+          "for a customer's request to erase their data. What was already delivered to webhooks is not recalled; analytics stop counting it, rundowns already made keep their figures.",
+        params: IdParams,
+        response: responses(200, Deleted, [404]),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.erase(req.auth.accountId, req.params.id) }),
     });
   };

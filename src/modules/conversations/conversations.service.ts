@@ -6,6 +6,15 @@ import { toIso } from '../../lib/clock.js';
 import { conversationsRepository as repo } from './conversations.repository.js';
 import type { ListConversationsQuery } from './conversations.schemas.js';
 import { readSnapshot } from '../../db/snapshot.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
+
+/** Ids per IN list: a long conversation's events stay well under SQLite's and PostgreSQL's bound-value limits. */
+const ERASE_CHUNK = 500;
+
+/** The conversation an event's payload is about, if it names one. */
+function conversationOf(payload: string): unknown {
+  return parseJson<{ data?: { conversationId?: unknown } } | null>(payload, null)?.data?.conversationId;
+}
 
 /** JSON columns are written by this service only, but a bad row must not take a whole list down. */
 function parseJson<T>(text: string | null, fallback: T): T {
@@ -85,6 +94,30 @@ export function createConversationsService(db: Kysely<DB>) {
       });
       if (!c) throw notFound('conversation', id);
       return toConversationRecord(c, messages);
+    },
+
+    /**
+     * Erases a conversation and what Parley keeps of it: its messages and workflow runs, the events emitted about it
+     * and their webhook deliveries with their attempts (a delivery not yet sent never will be), and the answers kept
+     * for Idempotency-Keys of requests about it. One transaction, taken under the conversation row's lock: a message,
+     * an end or contact details in flight either committed before (and is erased with the rest) or finds no
+     * conversation (404) and writes nothing.
+     */
+    async erase(accountId: string, id: string) {
+      const erased = await writeTransaction(db, async (trx) => {
+        const c = await repo.findLocked(trx, accountId, id);
+        if (!c) return false;
+        const events = (await repo.eventsOf(trx, accountId, id, c.created_at)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
+        for (let i = 0; i < events.length; i += ERASE_CHUNK) {
+          const chunk = events.slice(i, i + ERASE_CHUNK);
+          await repo.deleteDeliveriesOf(trx, accountId, chunk);
+          await repo.deleteEvents(trx, accountId, chunk);
+        }
+        await repo.deleteIdempotencyAnswers(trx, accountId, id);
+        return repo.delete(trx, accountId, id);
+      });
+      if (!erased) throw notFound('conversation', id);
+      return { deleted: true };
     },
   };
 }

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import { useTestApp, type SuiteApp } from '../../helpers/app.js';
+import { DIALECTS } from '../../helpers/db.js';
+
+/** What the database still holds that names the conversation, table by table. */
+async function traces(t: SuiteApp, accountId: string, id: string) {
+  const db = t.ctx.db;
+  const events = (await db.selectFrom('events').select(['id', 'payload']).where('account_id', '=', accountId).execute()).filter((e) => e.payload.includes(id));
+  const deliveries = (await db.selectFrom('deliveries').select(['id', 'body']).where('account_id', '=', accountId).execute()).filter((d) => d.body.includes(id));
+  const attempts = deliveries.length ? await db.selectFrom('delivery_attempts').select('delivery_id').where('delivery_id', 'in', deliveries.map((d) => d.id)).execute() : [];
+  return {
+    conversations: (await db.selectFrom('conversations').select('id').where('id', '=', id).execute()).length,
+    messages: (await db.selectFrom('messages').select('id').where('conversation_id', '=', id).execute()).length,
+    workflowRuns: (await db.selectFrom('workflow_runs').select('workflow_id').where('conversation_id', '=', id).execute()).length,
+    events: events.length,
+    deliveries: deliveries.length,
+    attempts: attempts.length,
+    idempotencyKeys: (await db.selectFrom('idempotency_keys').select(['key', 'path', 'response']).where('account_id', '=', accountId).execute()).filter(
+      (k) => k.path.includes(id) || (k.response ?? '').includes(id),
+    ).length,
+  };
+}
+
+for (const dialect of DIALECTS) {
+  describe(`DELETE /v1/conversations/:id erases a conversation (${dialect})`, () => {
+    const t = useTestApp(dialect);
+
+    /** A conversation with messages, a fired workflow, webhook deliveries (pending: no worker runs here) and Idempotency-Keys. */
+    async function conversation(key: string, tag: string) {
+      const started = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId: `cust-${tag}`, customerEmail: `${tag}@example.test` }, headers: { 'idempotency-key': `start-${tag}` } });
+      assert.equal(started.status, 201, started.text);
+      const id = started.body.data.conversation.id as string;
+      for (const [i, content] of ['I want to book a demo, my email is jo@acme.test', 'how long does shipping take?'].entries()) {
+        const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content }, headers: { 'idempotency-key': `send-${tag}-${i}` } });
+        assert.equal(r.status, 200, r.text);
+      }
+      return id;
+    }
+
+    async function setUp() {
+      const a = await t.account();
+      const wh = await t.request('POST', '/v1/webhooks', { key: a.key, body: { url: 'http://127.0.0.1:9/hook', events: [...SUBSCRIBABLE_EVENTS], secret: 'erase-secret' } });
+      assert.equal(wh.status, 201, wh.text);
+      const wf = await t.request('POST', '/v1/workflows', { key: a.key, body: { slug: 'demo', name: 'Demo', triggers: ['book a demo'], fields: [{ key: 'email', type: 'email' }] } });
+      assert.equal(wf.status, 201, wf.text);
+      return a;
+    }
+
+    test('the conversation, its messages, workflow runs, events, deliveries and kept answers go; another conversation stays', async () => {
+      const a = await setUp();
+      const gone = await conversation(a.key, 'gone');
+      const kept = await conversation(a.key, 'kept');
+      const before = await traces(t, a.accountId, gone);
+      // Everything the test means to erase is there to begin with.
+      assert.deepEqual(
+        Object.entries(before).filter(([, n]) => n === 0).map(([k]) => k),
+        ['attempts'],
+        JSON.stringify(before),
+      );
+      const keptBefore = await traces(t, a.accountId, kept);
+
+      const r = await t.request('DELETE', `/v1/conversations/${gone}`, { key: a.key });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.body, { success: true, data: { deleted: true } });
+
+      assert.deepEqual(await traces(t, a.accountId, gone), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
+      assert.deepEqual(await traces(t, a.accountId, kept), keptBefore);
+      assert.equal((await t.request('GET', `/v1/conversations/${gone}`, { key: a.key })).status, 404);
+      assert.equal((await t.request('GET', `/v1/chat/conversations/${gone}`, { key: a.key })).status, 404);
+      const send = await t.request('POST', `/v1/chat/conversations/${gone}/messages`, { key: a.key, body: { content: 'hello?' } });
+      assert.equal(send.status, 404);
+      assert.equal((await t.request('GET', `/v1/conversations/${kept}`, { key: a.key })).body.data.messageCount, 5);
+      const list = await t.request('GET', '/v1/conversations', { key: a.key });
+      assert.deepEqual(list.body.data.conversations.map((c: { id: string }) => c.id), [kept]);
+      // Erased is gone: a second DELETE is a 404.
+      const again = await t.request('DELETE', `/v1/conversations/${gone}`, { key: a.key });
+      assert.equal(again.status, 404);
+      assert.equal(again.body.error.code, 'NOT_FOUND');
+    });
+
+    test("another account's conversation is a 404 and stays; the conversations:write scope is required", async () => {
+      const a = await setUp();
+      const other = await t.account();
+      const id = await conversation(a.key, 'theirs');
+      const r = await t.request('DELETE', `/v1/conversations/${id}`, { key: other.key });
+      assert.equal(r.status, 404);
+      assert.equal(r.body.error.code, 'NOT_FOUND');
+      const reader = await t.ctx.services.accounts.createKey({ accountId: a.accountId, scopes: ['conversations:read', 'chat'] });
+      const denied = await t.request('DELETE', `/v1/conversations/${id}`, { key: reader.key });
+      assert.equal(denied.status, 403);
+      assert.deepEqual(denied.body.error, { code: 'FORBIDDEN', message: 'this API key lacks the conversations:write scope' });
+      const before = await traces(t, a.accountId, id);
+      assert.equal(before.conversations, 1);
+      assert.equal(before.messages, 5);
+    });
+
+    test('messages sent while it is erased either are erased with it or find no conversation: nothing is left behind', async () => {
+      const a = await setUp();
+      for (let round = 0; round < 3; round++) {
+        const id = await conversation(a.key, `race-${round}`);
+        const sends = Array.from({ length: 6 }, (_, i) =>
+          t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: a.key, body: { content: i % 2 ? 'book a demo please' : `where is my parcel ${i}` } }),
+        );
+        const contact = t.request('POST', `/v1/chat/conversations/${id}/contact`, { key: a.key, body: { email: 'late@example.test' } });
+        const erase = t.request('DELETE', `/v1/conversations/${id}`, { key: a.key });
+        const statuses = (await Promise.all([...sends, contact])).map((r) => r.status);
+        assert.equal((await erase).status, 200);
+        assert.ok(statuses.every((s) => s === 200 || s === 404), JSON.stringify(statuses));
+        assert.deepEqual(await traces(t, a.accountId, id), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
+      }
+    });
+  });
+}
