@@ -20,6 +20,8 @@ export interface Config {
   /** How many webhooks (enabled or not) one account may have: each event writes a delivery per subscribed webhook. */
   webhookMaxPerAccount: number;
   conversationIdleTimeoutMs: number;
+  /** Finished webhook deliveries and emitted events older than this are deleted by the worker; 0 keeps them. */
+  deliveryRetentionMs: number;
   workerPollIntervalMs: number;
   rundownIntervalMs: number;
   /** How long a verified API key is remembered in memory; 0 turns the cache off. */
@@ -142,6 +144,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookRetryDelaysMs = parseRetryDelays(DEFAULT_RETRY_DELAYS);
   }
 
+  // A bare number is milliseconds: DELIVERY_RETENTION=30 would empty every delivery history at once.
+  let retention = duration('DELIVERY_RETENTION', '30d', { allowZero: true });
+  if (retention > 0 && retention < 3_600_000) {
+    problems.push(`DELIVERY_RETENTION=${JSON.stringify(str('DELIVERY_RETENTION', ''))}: must be 0 (keep everything) or at least 1h, such as 30d (a bare number is milliseconds)`);
+    retention = parseDuration('30d')!;
+  }
+
   const llmBase = str('LLM_BASE_URL', '');
   if (llmBase && !isHttpUrl(llmBase)) {
     problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: must be an http:// or https:// URL such as https://api.openai.com/v1`);
@@ -160,6 +169,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     webhookMaxPerAccount: int('WEBHOOK_MAX_PER_ACCOUNT', 20, 1, 1000),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
+    deliveryRetentionMs: retention,
     workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms', { timer: true }),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
     authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', { allowZero: true }),

@@ -46,6 +46,14 @@ function randomPart(): string {
 
 export type IdPrefix = 'acct' | 'key' | 'doc' | 'faq' | 'conv' | 'msg' | 'wh' | 'evt' | 'dlv' | 'wf' | 'rd';
 
+/**
+ * The smallest id of `prefix` made at `t`: every id made earlier sorts below it (ids made at `t` itself sort above),
+ * so "made before t" is a range of the primary key.
+ */
+export function idFloor(prefix: IdPrefix, t: number): string {
+  return `${prefix}_${encodeTime(t)}`;
+}
+
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${randomPart()}`;
 }

@@ -25,6 +25,15 @@ export function workerTasks(ctx: AppContext): WorkerTask[] {
       },
     },
     {
+      name: 'delivery-history-pruner',
+      // Retention is counted in days: pruning every ten minutes keeps each run's batches small.
+      intervalMs: 600_000,
+      async run(signal) {
+        const retention = ctx.config.deliveryRetentionMs;
+        if (retention > 0) await ctx.services.webhooks.pruneHistory(ctx.clock.now() - retention, signal);
+      },
+    },
+    {
       name: 'rundown-scheduler',
       // A window's rundown appears at most a quarter of an interval (and at most a minute) after it closes.
       intervalMs: Math.min(60_000, Math.max(100, Math.floor(ctx.config.rundownIntervalMs / 4))),

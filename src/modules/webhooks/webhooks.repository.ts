@@ -1,4 +1,4 @@
-import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
 import { lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
@@ -51,6 +51,28 @@ export const webhooksRepository = {
 };
 
 export const deliveriesRepository = {
+  /**
+   * Finished deliveries (succeeded, failed, cancelled) made before `before`, with their attempts: at most `limit`,
+   * oldest first, by the primary key (ids sort by creation time: `floor` is ids.ts idFloor). On PostgreSQL rows
+   * another worker is pruning are skipped, not waited for. Answers how many deliveries were deleted.
+   */
+  async pruneFinished(trx: Transaction<DB>, floor: string, before: number, limit: number) {
+    let q = trx.selectFrom('deliveries').select('id').where('id', '<', floor).where('created_at', '<', before).where('status', '<>', 'pending').orderBy('id').limit(limit);
+    if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
+    const ids = (await q.execute()).map((r) => r.id);
+    if (ids.length === 0) return 0;
+    await trx.deleteFrom('delivery_attempts').where('delivery_id', 'in', ids).execute();
+    await trx.deleteFrom('deliveries').where('id', 'in', ids).execute();
+    return ids.length;
+  },
+  /** Emitted events made before `before` (their deliveries carry their bodies), as pruneFinished. */
+  async pruneEvents(trx: Transaction<DB>, floor: string, before: number, limit: number) {
+    let q = trx.selectFrom('events').select('id').where('id', '<', floor).where('created_at', '<', before).orderBy('id').limit(limit);
+    if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
+    const ids = (await q.execute()).map((r) => r.id);
+    if (ids.length) await trx.deleteFrom('events').where('id', 'in', ids).execute();
+    return ids.length;
+  },
   /** The insert (not run: the fan-out may run it in a larger statement). */
   insertQuery(db: QueryCreator<DB>, rows: DeliveriesTable[]) {
     return db.insertInto('deliveries').values(rows);

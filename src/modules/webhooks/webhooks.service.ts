@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '../../db/schema.js';
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import { idFloor, newId } from '../../lib/ids.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { afterCommit, outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
@@ -174,6 +174,27 @@ export function createWebhooksService(
   }
 
   return {
+    /**
+     * Deletes finished deliveries (with their attempts) and emitted events made before `before`, a batch of each at a
+     * time, in short transactions so that deliveries and chat messages are not held up. Pending deliveries stay,
+     * however old. Answers how many rows of each went.
+     */
+    async pruneHistory(before: number, signal?: AbortSignal, batch = 1_000) {
+      const pruned = { deliveries: 0, events: 0 };
+      for (const [kind, prune, floor] of [
+        ['deliveries', deliveriesRepository.pruneFinished, idFloor('dlv', before)],
+        ['events', deliveriesRepository.pruneEvents, idFloor('evt', before)],
+      ] as const) {
+        for (;;) {
+          if (signal?.aborted) return pruned;
+          const n = await writeTransaction(db, (trx) => prune(trx, floor, before, batch));
+          pruned[kind] += n;
+          if (n < batch) break;
+        }
+      }
+      return pruned;
+    },
+
     async list(accountId: string, q: ListWebhooksQuery) {
       const { rows, total } = await repo.list(db, accountId, q);
       return { webhooks: rows.map(toRecord), total, limit: q.limit, offset: q.offset };
