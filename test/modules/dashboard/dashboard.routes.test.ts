@@ -474,6 +474,19 @@ for (const dialect of DIALECTS) {
         assert.equal(page.document.querySelectorAll('img, main script').length, 0);
         assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
 
+        // Erase: asked first; declined changes nothing, confirmed erases it and returns to the list.
+        page.confirmAnswer = false;
+        click(transcript.querySelector('[data-action=delete]'), 'erase button');
+        assert.match(page.confirmed.at(-1)!, /^Erase the conversation with cus_dash\? Its messages, its events/);
+        assert.equal((await t.request('GET', `/v1/conversations/${convId}`, { key: own })).status, 200);
+        page.confirmAnswer = true;
+        click(page.$(`#transcript[data-id="${convId}"] [data-action=delete]`), 'erase button');
+        await until(() => page.message().startsWith('Conversation erased'), 'the erase message');
+        assert.equal(page.message(), `Conversation erased: ${convId}.`);
+        await until(() => page.$('#conversations'), 'back on the list');
+        assert.equal(page.$(`#conversations tr[data-id="${convId}"]`), null);
+        assert.equal((await t.request('GET', `/v1/conversations/${convId}`, { key: own })).status, 404);
+
         click(page.$('[data-nav=knowledge]'), 'knowledge tab');
         await until(() => page.$(`#faqs tr[data-id="${faqId}"]`), 'the FAQ');
         assert.ok(page.$(`#documents tr[data-id="${doc.body.data.id}"]`), 'the document');

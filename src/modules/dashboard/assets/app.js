@@ -628,6 +628,20 @@
         ]),
         h('h3', {}, `Transcript (${c.messageCount} messages)`),
         messages.length ? h('ol', { class: 'transcript' }, messages) : h('p', { class: 'muted' }, 'No messages.'),
+        // For a customer who asks for their data to be deleted (needs the conversations:write scope).
+        h(
+          'div',
+          { class: 'row actions' },
+          deleteButton(
+            'Erase conversation',
+            `Erase the conversation with ${c.customerLabel || c.customerId}? Its messages, its events and its webhook deliveries not yet sent are deleted for good; what webhooks already delivered is not recalled.`,
+            async () => {
+              await api('DELETE', `/conversations/${encodeURIComponent(c.id)}`);
+              await go('#/conversations');
+              showMessage(`Conversation erased: ${c.id}.`, 'ok');
+            },
+          ),
+        ),
       ),
     );
   }
