@@ -86,7 +86,7 @@ export const conversationsRepository = {
     return db
       .deleteFrom('idempotency_keys')
       .where('account_id', '=', accountId)
-      .where((eb) => eb.or([eb('path', 'like', `/v1/chat/conversations/${conversationId}%`), eb('response', 'like', `%"${conversationId}"%`)]))
+      .where((eb) => eb.or([eb('path', 'like', `/v1/chat/conversations/${conversationId}/%`), eb('response', 'like', `%"${conversationId}"%`)]))
       .execute();
   },
 

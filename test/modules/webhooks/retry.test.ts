@@ -31,7 +31,7 @@ test('parseRetryDelays: errors name the bad entry', () => {
   assert.throws(() => parseRetryDelays('0,5x,30m'), /entry 2 "5x"/);
   assert.throws(() => parseRetryDelays('0,,30m'), /entry 2 is empty/);
   assert.throws(() => parseRetryDelays('-5m'), /entry 1 "-5m"/);
-  assert.throws(() => parseRetryDelays('1d'), /entry 1 "1d"/);
+  assert.throws(() => parseRetryDelays('1w'), /entry 1 "1w"/);
   assert.throws(() => parseRetryDelays(''), /at least one/);
 });
 
@@ -40,6 +40,7 @@ test('parseDuration (WEBHOOK_TIMEOUT)', () => {
   assert.equal(parseDuration('1500ms'), 1500);
   assert.equal(parseDuration('thirty'), null);
   assert.equal(parseDuration('2H'), 7_200_000);
+  assert.equal(parseDuration('30d'), 30 * 86_400_000);
 });
 
 test('config reads WEBHOOK_RETRY_DELAYS with the same parser and names the bad entry', () => {
