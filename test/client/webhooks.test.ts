@@ -35,6 +35,8 @@ function describeEvent(e: WebhookEvent): string {
       return `${e.data.workflowSlug} ${JSON.stringify(e.data.extracted)}`;
     case 'rundown.generated':
       return `${e.data.rundownId} ${e.data.trigger}`;
+    case 'conversation.erased':
+      return `${e.data.conversationId} of ${e.data.customerId} erased`;
     default:
       return e.event;
   }
@@ -66,10 +68,14 @@ for (const dialect of DIALECTS) {
       await parley.webhooks.test(wh.id);
 
       const kinds = [...SUBSCRIBABLE_EVENTS, 'test'];
-      byKind = await waitFor(() => {
+      const delivered = (wanted: string[]) => () => {
         const m = new Map(receiver.received.map((r) => [String(r.headers['x-service-event']), r]));
-        return kinds.every((k) => m.has(k)) ? m : null;
-      }, `a delivery of each of ${kinds.join(', ')}`);
+        return wanted.every((k) => m.has(k)) ? m : null;
+      };
+      // Erasing a conversation deletes its deliveries not yet sent: only once the others have arrived.
+      await waitFor(delivered(kinds.filter((k) => k !== 'conversation.erased')), 'a delivery of each kind but conversation.erased');
+      await parley.conversations.delete(conversation.id);
+      byKind = await waitFor(delivered(kinds), `a delivery of each of ${kinds.join(', ')}`);
     });
 
     test('every delivery verifies, from a Buffer, a string or a Uint8Array, with Node or fetch headers', () => {
@@ -96,6 +102,8 @@ for (const dialect of DIALECTS) {
       assert.match(describeEvent(ended), /^conv_\w+ escalated after \d+s$/);
       const wf = verifyWebhook({ secret: SECRET, rawBody: byKind.get('workflow.triggered')!.body, headers: byKind.get('workflow.triggered')!.headers });
       assert.equal(describeEvent(wf), 'book-demo {"email":"ann@example.com"}');
+      const erased = verifyWebhook({ secret: SECRET, rawBody: byKind.get('conversation.erased')!.body, headers: byKind.get('conversation.erased')!.headers });
+      assert.match(describeEvent(erased), /^conv_\w+ of cus_hooks erased$/);
     });
 
     test('a tampered body, a wrong secret, an old or future timestamp fail', () => {

@@ -48,7 +48,7 @@ export const conversationsRepository = {
 
   /** Its start, read under the row's lock (PostgreSQL): a message, an end or contact details in flight finish first. */
   findLocked(db: Conn, accountId: string, id: string) {
-    return lockingRead(db, db.selectFrom('conversations').select(['id', 'created_at']).where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst();
+    return lockingRead(db, db.selectFrom('conversations').select(['id', 'customer_id', 'created_at']).where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst();
   },
 
   /**

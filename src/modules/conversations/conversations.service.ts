@@ -7,6 +7,7 @@ import { conversationsRepository as repo } from './conversations.repository.js';
 import type { ListConversationsQuery } from './conversations.schemas.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
+import type { EventBus } from '../webhooks/events.js';
 
 /** Ids per IN list: a long conversation's events stay well under SQLite's and PostgreSQL's bound-value limits. */
 const ERASE_CHUNK = 500;
@@ -62,7 +63,7 @@ export function toConversationRecord(c: Selectable<ConversationsTable>, messages
   };
 }
 
-export function createConversationsService(db: Kysely<DB>) {
+export function createConversationsService(db: Kysely<DB>, events: EventBus) {
   return {
     async list(accountId: string, q: ListConversationsQuery) {
       const range = parseTimeRange(q);
@@ -99,7 +100,8 @@ export function createConversationsService(db: Kysely<DB>) {
     /**
      * Erases a conversation and what Parley keeps of it: its messages and workflow runs, the events emitted about it
      * and their webhook deliveries with their attempts (a delivery not yet sent never will be), and the answers kept
-     * for Idempotency-Keys of requests about it. One transaction, taken under the conversation row's lock: a message,
+     * for Idempotency-Keys of requests about it; then emits conversation.erased (the ids only), so that the owner's
+     * systems that got it through webhooks erase it too. One transaction, taken under the conversation row's lock: a message,
      * an end or contact details in flight either committed before (and is erased with the rest) or finds no
      * conversation (404) and writes nothing.
      */
@@ -107,14 +109,17 @@ export function createConversationsService(db: Kysely<DB>) {
       const erased = await writeTransaction(db, async (trx) => {
         const c = await repo.findLocked(trx, accountId, id);
         if (!c) return false;
-        const events = (await repo.eventsOf(trx, accountId, id, c.created_at)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
-        for (let i = 0; i < events.length; i += ERASE_CHUNK) {
-          const chunk = events.slice(i, i + ERASE_CHUNK);
+        const eventIds = (await repo.eventsOf(trx, accountId, id, c.created_at)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
+        for (let i = 0; i < eventIds.length; i += ERASE_CHUNK) {
+          const chunk = eventIds.slice(i, i + ERASE_CHUNK);
           await repo.deleteDeliveriesOf(trx, accountId, chunk);
           await repo.deleteEvents(trx, accountId, chunk);
         }
         await repo.deleteIdempotencyAnswers(trx, accountId, id);
-        return repo.delete(trx, accountId, id);
+        const deleted = await repo.delete(trx, accountId, id);
+        // The owner's own systems got this conversation through webhooks: they are told to erase it too.
+        if (deleted) await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
+        return deleted;
       });
       if (!erased) throw notFound('conversation', id);
       return { deleted: true };

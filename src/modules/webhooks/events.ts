@@ -24,6 +24,7 @@ export const SUBSCRIBABLE_EVENTS = [
   'conversation.started',
   'conversation.ended',
   'conversation.message',
+  'conversation.erased',
   'escalation',
   'escalation.submitted',
   'workflow.triggered',

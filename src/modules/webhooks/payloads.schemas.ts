@@ -49,6 +49,15 @@ export const ConversationEndedData = Type.Object(
   closed,
 );
 
+/** Only the ids: the erasure is of everything else, and the receiver finds its own copies by them. */
+export const ConversationErasedData = Type.Object(
+  {
+    conversationId: Type.String(),
+    customerId: Type.String(),
+  },
+  { ...closed, description: 'the conversation was erased (DELETE /v1/conversations/:id): erase what you keep of it too' },
+);
+
 export const EscalationData = Type.Object(
   {
     conversationId: Type.String(),
@@ -112,6 +121,7 @@ export const EVENT_PAYLOADS = {
   'conversation.started': payload('conversation.started', ConversationStartedData),
   'conversation.message': payload('conversation.message', ConversationMessageData),
   'conversation.ended': payload('conversation.ended', ConversationEndedData),
+  'conversation.erased': payload('conversation.erased', ConversationErasedData),
   escalation: payload('escalation', EscalationData),
   'escalation.submitted': payload('escalation.submitted', EscalationSubmittedData),
   'workflow.triggered': payload('workflow.triggered', WorkflowTriggeredData),

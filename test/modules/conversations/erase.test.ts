@@ -7,8 +7,11 @@ import { DIALECTS } from '../../helpers/db.js';
 /** What the database still holds that names the conversation, table by table. */
 async function traces(t: SuiteApp, accountId: string, id: string) {
   const db = t.ctx.db;
-  const events = (await db.selectFrom('events').select(['id', 'payload']).where('account_id', '=', accountId).execute()).filter((e) => e.payload.includes(id));
-  const deliveries = (await db.selectFrom('deliveries').select(['id', 'body']).where('account_id', '=', accountId).execute()).filter((d) => d.body.includes(id));
+  // The erasure's own notice (conversation.erased: the ids only) is not a trace of the conversation.
+  const events = (await db.selectFrom('events').select(['id', 'payload', 'kind']).where('account_id', '=', accountId).execute()).filter((e) => e.payload.includes(id) && e.kind !== 'conversation.erased');
+  const deliveries = (await db.selectFrom('deliveries').select(['id', 'body', 'event']).where('account_id', '=', accountId).execute()).filter(
+    (d) => d.body.includes(id) && d.event !== 'conversation.erased',
+  );
   const attempts = deliveries.length ? await db.selectFrom('delivery_attempts').select('delivery_id').where('delivery_id', 'in', deliveries.map((d) => d.id)).execute() : [];
   return {
     conversations: (await db.selectFrom('conversations').select('id').where('id', '=', id).execute()).length,
@@ -67,6 +70,10 @@ for (const dialect of DIALECTS) {
 
       assert.deepEqual(await traces(t, a.accountId, gone), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
       assert.deepEqual(await traces(t, a.accountId, kept), keptBefore);
+      // Webhooks are told, with the ids only, so the owner's systems can erase their copies.
+      const notices = await t.ctx.db.selectFrom('deliveries').select(['event', 'body']).where('account_id', '=', a.accountId).where('event', '=', 'conversation.erased').execute();
+      assert.equal(notices.length, 1);
+      assert.deepEqual(JSON.parse(notices[0]!.body).data, { conversationId: gone, customerId: 'cust-gone' });
       assert.equal((await t.request('GET', `/v1/conversations/${gone}`, { key: a.key })).status, 404);
       assert.equal((await t.request('GET', `/v1/chat/conversations/${gone}`, { key: a.key })).status, 404);
       const send = await t.request('POST', `/v1/chat/conversations/${gone}/messages`, { key: a.key, body: { content: 'hello?' } });
