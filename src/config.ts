@@ -20,6 +20,8 @@ export interface Config {
   /** How many webhooks (enabled or not) one account may have: each event writes a delivery per subscribed webhook. */
   webhookMaxPerAccount: number;
   conversationIdleTimeoutMs: number;
+  /** Conversations that ended longer ago than this are erased by the worker; 0 keeps them. */
+  conversationRetentionMs: number;
   /** Finished webhook deliveries and emitted events older than this are deleted by the worker; 0 keeps them. */
   deliveryRetentionMs: number;
   workerPollIntervalMs: number;
@@ -151,6 +153,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retention = parseDuration('30d')!;
   }
 
+  // Off unless set: conversations are the owner's records and its analytics. A bare number is milliseconds.
+  let conversationRetentionMs = duration('CONVERSATION_RETENTION', '0', { allowZero: true });
+  if (conversationRetentionMs > 0 && conversationRetentionMs < 86_400_000) {
+    problems.push(`CONVERSATION_RETENTION=${JSON.stringify(str('CONVERSATION_RETENTION', ''))}: must be 0 (keep every conversation) or at least 1d, such as 365d (a bare number is milliseconds)`);
+    conversationRetentionMs = 0;
+  }
+
   const llmBase = str('LLM_BASE_URL', '');
   if (llmBase && !isHttpUrl(llmBase)) {
     problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: must be an http:// or https:// URL such as https://api.openai.com/v1`);
@@ -170,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookMaxPerAccount: int('WEBHOOK_MAX_PER_ACCOUNT', 20, 1, 1000),
     conversationIdleTimeoutMs: duration('CONVERSATION_IDLE_TIMEOUT', '30m'),
     deliveryRetentionMs: retention,
+    conversationRetentionMs,
     workerPollIntervalMs: duration('WORKER_POLL_INTERVAL', '50ms', { timer: true }),
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
     authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', { allowZero: true }),

@@ -34,6 +34,15 @@ export function workerTasks(ctx: AppContext): WorkerTask[] {
       },
     },
     {
+      name: 'conversation-retention',
+      // Retention is counted in days: every ten minutes is prompt enough and keeps each run small.
+      intervalMs: 600_000,
+      async run(signal) {
+        const retention = ctx.config.conversationRetentionMs;
+        if (retention > 0) await ctx.services.conversations.eraseEnded(ctx.clock.now() - retention, signal);
+      },
+    },
+    {
       name: 'rundown-scheduler',
       // A window's rundown appears at most a quarter of an interval (and at most a minute) after it closes.
       intervalMs: Math.min(60_000, Math.max(100, Math.floor(ctx.config.rundownIntervalMs / 4))),

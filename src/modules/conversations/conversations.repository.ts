@@ -98,6 +98,22 @@ export const conversationsRepository = {
     return Number(r.numDeletedRows) > 0;
   },
 
+  /**
+   * Conversations of every account that ended before `before`, oldest first (CONVERSATION_RETENTION). Read through
+   * the (status, last_message_at) index: a conversation's last message is never after its end.
+   */
+  endedBefore(db: Conn, before: number, limit: number) {
+    return db
+      .selectFrom('conversations')
+      .select(['id', 'account_id'])
+      .where('status', 'in', ['ended', 'escalated'])
+      .where('last_message_at', '<', before)
+      .where('ended_at', '<', before)
+      .orderBy('last_message_at')
+      .limit(pageLimit(limit))
+      .execute();
+  },
+
   /** In order of occurrence: seq (the position in the conversation) orders messages of the same millisecond. */
   messages(db: Conn, accountId: string, conversationId: string) {
     return db

@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
-import { notFound } from '../../http/errors.js';
+import { ApiError, notFound } from '../../http/errors.js';
 import { parseTimeRange } from '../../http/time-range.js';
 import { toIso } from '../../lib/clock.js';
 import { conversationsRepository as repo } from './conversations.repository.js';
@@ -64,7 +64,7 @@ export function toConversationRecord(c: Selectable<ConversationsTable>, messages
 }
 
 export function createConversationsService(db: Kysely<DB>, events: EventBus) {
-  return {
+  const service = {
     async list(accountId: string, q: ListConversationsQuery) {
       const range = parseTimeRange(q);
       const f = { ...range, status: q.status ?? 'all', customerId: q.customerId, limit: q.limit, offset: q.offset };
@@ -105,7 +105,7 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
      * an end or contact details in flight either committed before (and is erased with the rest) or finds no
      * conversation (404) and writes nothing.
      */
-    async erase(accountId: string, id: string) {
+    async erase(accountId: string, id: string, opts: { notify?: boolean } = {}) {
       const erased = await writeTransaction(db, async (trx) => {
         const c = await repo.findLocked(trx, accountId, id);
         if (!c) return false;
@@ -118,13 +118,36 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         await repo.deleteIdempotencyAnswers(trx, accountId, id);
         const deleted = await repo.delete(trx, accountId, id);
         // The owner's own systems got this conversation through webhooks: they are told to erase it too.
-        if (deleted) await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
+        if (deleted && opts.notify !== false) await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
         return deleted;
       });
       if (!erased) throw notFound('conversation', id);
       return { deleted: true };
     },
+
+    /**
+     * Erases conversations that ended before `before` (CONVERSATION_RETENTION), a batch at a time, each in its own
+     * transaction. No conversation.erased is emitted: keeping the owner's copies is the owner's own policy. Another
+     * worker erasing the same one first is not an error. Answers how many it erased.
+     */
+    async eraseEnded(before: number, signal?: AbortSignal, batch = 100) {
+      let erased = 0;
+      for (;;) {
+        const rows = await repo.endedBefore(db, before, batch);
+        for (const r of rows) {
+          if (signal?.aborted) return erased;
+          try {
+            await service.erase(r.account_id, r.id, { notify: false });
+            erased++;
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
+          }
+        }
+        if (rows.length < batch) return erased;
+      }
+    },
   };
+  return service;
 }
 
 export type ConversationsService = ReturnType<typeof createConversationsService>;

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { loadConfig } from '../../../src/config.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import { workerTasks } from '../../../src/worker/tasks.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
+import { DAY, HOUR, insertConversation, insertMessage } from './fixtures.js';
 
 /** What the database still holds that names the conversation, table by table. */
 async function traces(t: SuiteApp, accountId: string, id: string) {
@@ -117,6 +120,65 @@ for (const dialect of DIALECTS) {
         assert.ok(statuses.every((s) => s === 200 || s === 404), JSON.stringify(statuses));
         assert.deepEqual(await traces(t, a.accountId, id), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
       }
+    });
+  });
+}
+
+test('CONVERSATION_RETENTION: off by default; 0 keeps everything; under a day is refused (a bare number is milliseconds)', () => {
+  assert.equal(loadConfig({}).conversationRetentionMs, 0);
+  assert.equal(loadConfig({ CONVERSATION_RETENTION: '365d' }).conversationRetentionMs, 365 * DAY);
+  assert.throws(() => loadConfig({ CONVERSATION_RETENTION: '12h' }), /CONVERSATION_RETENTION="12h": must be 0 \(keep every conversation\) or at least 1d/);
+  assert.throws(() => loadConfig({ CONVERSATION_RETENTION: '365' }), /CONVERSATION_RETENTION="365"/);
+});
+
+for (const dialect of DIALECTS) {
+  describe(`CONVERSATION_RETENTION erases conversations ended longer ago (${dialect})`, () => {
+    const t = useTestApp(dialect);
+
+    test('the worker erases conversations that ended before the cut, of every account, silently; open and recent ones stay', async () => {
+      const now = Date.now();
+      const a = await t.account();
+      const b = await t.account();
+      const wh = await t.request('POST', '/v1/webhooks', { key: a.key, body: { url: 'http://127.0.0.1:9/hook', events: ['conversation.erased'], secret: 'erase-secret' } });
+      assert.equal(wh.status, 201, wh.text);
+      const old = now - 400 * DAY;
+      const oldEnded = await insertConversation(t.ctx.db, a.accountId, { created_at: old, status: 'ended', outcome: 'resolved', ended_at: old + HOUR, last_message_at: old + HOUR, message_count: 1 });
+      await insertMessage(t.ctx.db, a.accountId, oldEnded, { created_at: old });
+      const oldEscalated = await insertConversation(t.ctx.db, b.accountId, { created_at: old, status: 'escalated', outcome: 'escalated', ended_at: old + DAY, last_message_at: old + DAY });
+      // Escalated long ago and never ended: not erased (it has not ended).
+      const stillOpen = await insertConversation(t.ctx.db, b.accountId, { created_at: old, status: 'escalated', escalated_at: old, last_message_at: old });
+      const recent = await insertConversation(t.ctx.db, a.accountId, { created_at: now - 10 * DAY, status: 'ended', outcome: 'resolved', ended_at: now - 10 * DAY });
+      // Ended just after the cut: a message long ago does not make it old.
+      const endedLate = await insertConversation(t.ctx.db, a.accountId, { created_at: old, status: 'ended', outcome: 'resolved', ended_at: now - 300 * DAY, last_message_at: old });
+
+      const run = (env: Record<string, string>) =>
+        workerTasks({ ...t.ctx, config: { ...t.ctx.config, ...loadConfig(env) } })
+          .find((k) => k.name === 'conversation-retention')!
+          .run(new AbortController().signal);
+      const exists = async (id: string) => (await t.ctx.db.selectFrom('conversations').select('id').where('id', '=', id).execute()).length === 1;
+
+      await run({});
+      assert.ok(await exists(oldEnded), 'off by default');
+      await run({ CONVERSATION_RETENTION: '365d' });
+      assert.deepEqual(
+        await Promise.all([oldEnded, oldEscalated, stillOpen, recent, endedLate].map(exists)),
+        [false, false, true, true, true],
+      );
+      assert.equal((await t.ctx.db.selectFrom('messages').select('id').where('conversation_id', '=', oldEnded).execute()).length, 0);
+      // Retention is the owner's policy, not a customer's request: no conversation.erased notice.
+      assert.equal((await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).length, 0);
+    });
+
+    test('two workers erasing at once: each conversation once, no error', async () => {
+      const now = Date.now();
+      const a = await t.account();
+      const old = now - 800 * DAY;
+      const ids = [];
+      for (let i = 0; i < 12; i++) ids.push(await insertConversation(t.ctx.db, a.accountId, { created_at: old + i, status: 'ended', outcome: 'resolved', ended_at: old + i + 1, last_message_at: old + i }));
+      const cut = now - 700 * DAY;
+      const [x, y] = await Promise.all([t.ctx.services.conversations.eraseEnded(cut, undefined, 5), t.ctx.services.conversations.eraseEnded(cut, undefined, 4)]);
+      assert.equal(x + y >= 12, true, `${x} + ${y}`);
+      assert.equal((await t.ctx.db.selectFrom('conversations').select('id').where('id', 'in', ids).execute()).length, 0);
     });
   });
 }
