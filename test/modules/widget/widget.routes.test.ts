@@ -25,6 +25,8 @@ interface WidgetPage {
   shadow: ShadowRoot;
   requests: Sent[];
   errors: unknown[];
+  /** console.warn calls of the page. */
+  warnings: unknown[][];
   $<E extends Element = HTMLElement>(selector: string): E | null;
   /** The transcript: role and text of each message, in order. */
   transcript(): { role: string; text: string }[];
@@ -34,6 +36,22 @@ interface WidgetPage {
 }
 
 type FetchWrap = (real: () => Promise<Response>, req: Sent) => Promise<Response>;
+
+/** The page's window.Parley (docs/widget.md, "JavaScript API"). */
+interface ParleyApi {
+  (method: string, ...args: unknown[]): unknown;
+  open(): void;
+  close(): void;
+  toggle(): void;
+  isOpen(): boolean;
+  endChat(): Promise<boolean>;
+  identify(attrs: unknown): void;
+  on(name: string, fn: (detail: any) => void): () => void;
+  off(name: string, fn?: (detail: any) => void): void;
+}
+
+/** The snippet's stub, as docs/widget.md gives it: calls made before widget.js runs wait in Parley.q. */
+const STUB = 'window.Parley = window.Parley || function () { (window.Parley.q = window.Parley.q || []).push(arguments); };';
 
 for (const dialect of DIALECTS) {
   describe(`chat widget (${dialect})`, () => {
@@ -60,18 +78,21 @@ for (const dialect of DIALECTS) {
     });
 
     /** The owner's page with the snippet, loaded by jsdom from the site; the widget script from the service. */
-    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean } = {}): Promise<WidgetPage> {
+    /** `before`: the page's own markup and scripts ahead of the snippet (its buttons, the window.Parley stub). */
+    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean; before?: string } = {}): Promise<WidgetPage> {
       const attrs = { 'data-key': o.key ?? pk, ...o.attrs };
       const attrText = Object.entries(attrs)
         .map(([k, v]) => ` ${k}="${v.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"`)
         .join('');
       // The host's own CSS tries hard to reach into the widget.
       page = `<!doctype html><html><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
-        <body><h1>Shop</h1><script src="${t.baseUrl}/widget.js"${attrText} async></script></body></html>`;
+        <body><h1>Shop</h1>${o.before ?? ''}<script src="${t.baseUrl}/widget.js"${attrText} async></script></body></html>`;
       const errors: unknown[] = [];
       const virtualConsole = new VirtualConsole();
       virtualConsole.on('jsdomError', (e) => errors.push(e));
       virtualConsole.on('error', (...args) => errors.push(args));
+      const warnings: unknown[][] = [];
+      virtualConsole.on('warn', (...args) => warnings.push(args));
       const requests: Sent[] = [];
       const dom = await JSDOM.fromURL(`${site.url}/products`, {
         runScripts: 'dangerously',
@@ -112,6 +133,7 @@ for (const dialect of DIALECTS) {
         shadow,
         requests,
         errors,
+        warnings,
         $,
         transcript: () =>
           [...shadow.querySelectorAll('.log .msg')].map((m) => ({ role: m.classList.contains('customer') ? 'customer' : 'assistant', text: m.querySelector('.text')!.textContent! })),
@@ -146,6 +168,13 @@ for (const dialect of DIALECTS) {
       return r.body.data;
     };
     const storedId = (w: WidgetPage) => JSON.parse(w.storage()[`parley.widget.${pk}`] ?? '{}').conversationId as string | undefined;
+    const parleyOf = (w: WidgetPage) => (w.window as unknown as { Parley: ParleyApi }).Parley;
+    /** Objects of the page's realm as plain ones of this realm (deepStrictEqual compares prototypes). */
+    const plain = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+    /** What the page's own handlers wrote down (window.seen, filled by a script in `before`). */
+    const seenOf = (w: WidgetPage): any[] => plain((w.window as unknown as { seen: any[] }).seen);
+    const consoleErrors = (w: WidgetPage) => w.errors.map((e) => (Array.isArray(e) ? e.map(String).join(' ') : String(e)));
+    const consoleWarnings = (w: WidgetPage) => w.warnings.map((e) => e.map(String).join(' '));
 
     test('widget.js is served without a key, as stored, revalidated by ETag, loadable from any origin', async () => {
       const r = await t.request('GET', '/widget.js');
@@ -273,9 +302,13 @@ for (const dialect of DIALECTS) {
       try {
         await openChat(w);
         const id = storedId(w)!;
+        const events: unknown[] = [];
+        parleyOf(w).on('escalated', (e) => events.push(['escalated', e]));
+        parleyOf(w).on('ended', (e) => events.push(['ended', e]));
         assert.equal(w.$('.contact')!.hidden, true);
         click(w.$('.escalate'), 'Talk to a person');
         await until(() => !w.$('.contact')!.hidden, 'the contact form');
+        assert.deepEqual(plain(events), [['escalated', { conversationId: id, reason: 'customer_request' }]]);
         assert.equal(w.$('.escalate')!.hidden, true);
         assert.equal((await conversationOf(id)).status, 'escalated');
 
@@ -297,6 +330,8 @@ for (const dialect of DIALECTS) {
 
         click(w.$('.end'), 'End chat');
         await until(() => w.shadow.querySelector('.newchat'), 'the ended notice');
+        assert.deepEqual(plain(events.at(-1)), ['ended', { conversationId: id }]);
+        assert.equal(events.length, 2, 'sending contact details is not another escalation');
         assert.ok((await conversationOf(id)).endedAt, 'ended on the service');
         assert.equal(storedId(w), undefined, 'forgotten');
         assert.equal(w.$('.compose')!.hidden, true);
@@ -498,12 +533,15 @@ for (const dialect of DIALECTS) {
         try {
           await openChat(w);
           const id = storedId(w)!;
+          const messages: { content: string }[] = [];
+          parleyOf(w).on('message', (m) => messages.push(m));
           type(w, 'How long do refunds take?');
           await until(() => w.error(), 'the refusal');
           assert.equal(w.requests.at(-1)!.status, 500);
           chat.send = send;
           type(w, w.$<HTMLTextAreaElement>('textarea')!.value);
           await until(() => w.transcript().length === 3, 'the stored transcript');
+          assert.deepEqual(messages.map((m) => m.content), [w.transcript()[2]!.text], 'the reply read back is a message event, the greeting is not');
           assert.equal(w.requests.filter((r) => r.url.endsWith('/messages')).at(-1)!.status, 400);
           assert.equal(w.error(), '');
           assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, '');
@@ -614,6 +652,167 @@ for (const dialect of DIALECTS) {
         assert.equal(day.w.error(), `Too many messages. Please try again in ${Math.ceil(day.wait / 3600)} h.`);
       } finally {
         day.w.close();
+      }
+    });
+
+    test('window.Parley: calls queued by the stub run on load, in order; open, close, toggle, isOpen; the events; a handler that throws breaks nothing', async () => {
+      const w = await openSite({
+        attrs: { 'data-customer-id': 'cus_attr' },
+        before: `<script>${STUB}
+          window.seen = [];
+          Parley('on', 'open', function () { throw new Error('the owner’s bug'); });
+          ['ready', 'open', 'close', 'ended'].forEach(function (name) {
+            Parley('on', name, function () { seen.push(name + (name === 'ready' ? ':' + Parley.isOpen() : '')); });
+          });
+          Parley('on', 'message', function (m) { seen.push(m); });
+          Parley('on', 'escalated', function (e) { seen.push(e); });
+          Parley('on', 'mesage', function () {});
+          Parley('identify', { id: 42, label: 'Grace H', email: 'grace@example.test' });
+        </script>`,
+      });
+      try {
+        const P = parleyOf(w);
+        await until(() => seenOf(w).includes('ready:false'), 'ready');
+        assert.deepEqual(seenOf(w), ['ready:false'], 'ready once mounted, still closed');
+        assert.equal(typeof P.open, 'function', 'the stub was replaced by the API');
+        assert.ok(consoleWarnings(w).some((e) => /no event "mesage"/.test(e)), 'a misspelt event is said in the console');
+        assert.equal(w.requests.length, 0, 'nothing asked before it opens');
+
+        P.open();
+        assert.equal(P.isOpen(), true);
+        assert.equal(P('isOpen'), true, 'the stub’s form works after load too');
+        assert.equal(w.$('.panel')!.hidden, false);
+        assert.equal(w.$('.launcher')!.getAttribute('aria-expanded'), 'true');
+        await until(() => seenOf(w).length === 3, 'the greeting');
+        const id = storedId(w)!;
+        // The first open handler threw: reported in the console; the next handler still ran, and the widget works.
+        assert.ok(consoleErrors(w).some((e) => /"open" handler threw/.test(e) && /the owner’s bug/.test(e)));
+        assert.deepEqual(seenOf(w).slice(0, 2), ['ready:false', 'open']);
+        assert.deepEqual(seenOf(w)[2], { id: (await conversationOf(id)).messages[0].id, content: w.transcript()[0]!.text, conversationId: id });
+        const c = await conversationOf(id);
+        assert.deepEqual([c.customerId, c.customerLabel, c.customerEmail], ['42', 'Grace H', 'grace@example.test'], 'identify() replaced data-customer-id');
+
+        type(w, 'How long do refunds take?');
+        await until(() => seenOf(w).length === 4, 'the reply');
+        assert.equal(seenOf(w)[3].content, w.transcript()[2]!.text);
+        assert.match(seenOf(w)[3].content, /5 business days/);
+
+        // The assistant escalates: the page hears of it once (and of its reply first).
+        type(w, 'I want to talk to a person');
+        await until(() => seenOf(w).some((e) => e.reason), 'the escalated event');
+        assert.deepEqual(seenOf(w).at(-1), { conversationId: id, reason: 'customer_request' });
+        assert.equal(typeof seenOf(w).at(-2).content, 'string');
+        type(w, 'hello?');
+        await until(() => w.transcript().length === 7, 'the next reply');
+        assert.equal(seenOf(w).filter((e) => e.reason).length, 1, 'escalated once');
+
+        (w.window as unknown as { seen: any[] }).seen.length = 0;
+        P.close();
+        assert.equal(P.isOpen(), false);
+        assert.equal(w.$('.panel')!.hidden, true);
+        P.toggle();
+        assert.equal(P.isOpen(), true);
+        P('toggle');
+        P.close(); // already closed: nothing happens
+        assert.deepEqual(seenOf(w), ['close', 'open', 'close']);
+        assert.equal(P('nonsense'), undefined);
+        assert.ok(consoleWarnings(w).some((e) => /no method "nonsense"/.test(e)));
+      } finally {
+        w.close();
+      }
+    });
+
+    test('window.Parley: endChat() ends the stored conversation without opening the panel; identify() does not change a running conversation, it names the next one', async () => {
+      const started = await t.request('POST', '/v1/chat/conversations', { key: pk, body: { customerId: 'cus_before' } });
+      const first = started.body.data.conversation.id;
+      const w = await openSite({
+        storage: { [`parley.widget.${pk}`]: JSON.stringify({ conversationId: first }) },
+        before: `<script>${STUB} window.seen = []; Parley('on', 'ended', function (e) { seen.push(e); });</script>`,
+      });
+      try {
+        const P = await until(() => typeof parleyOf(w).open === 'function' && parleyOf(w), 'the API');
+        // A customer signing out on the owner's site: the page ends their chat (never opened on this page).
+        P.identify({ id: 'cus_next' });
+        assert.equal(await P.endChat(), true);
+        assert.ok((await conversationOf(first)).endedAt, 'ended on the service');
+        assert.equal((await conversationOf(first)).customerId, 'cus_before', 'identify() changed nothing of it');
+        assert.equal(storedId(w), undefined, 'forgotten');
+        assert.deepEqual(seenOf(w), [{ conversationId: first }]);
+        assert.deepEqual(w.requests.map((r) => `${r.method} ${new URL(r.url).pathname}`), [`POST /v1/chat/conversations/${first}/end`]);
+        assert.equal(P.isOpen(), false);
+        assert.equal(await P.endChat(), false, 'nothing left to end');
+
+        // The next conversation is the new customer's.
+        P.open();
+        await until(() => w.transcript().length === 1, 'the greeting');
+        const second = storedId(w)!;
+        assert.notEqual(second, first);
+        assert.equal((await conversationOf(second)).customerId, 'cus_next');
+        // identify() while it runs: the running conversation keeps its customer; End chat ends it (event too).
+        P.identify({ id: 'cus_third', label: '  ' });
+        assert.equal(await P.endChat(), true);
+        assert.deepEqual(seenOf(w).at(-1), { conversationId: second });
+        assert.ok(w.shadow.querySelector('.newchat'), 'the panel says it ended');
+        assert.equal((await conversationOf(second)).customerId, 'cus_next');
+        click(w.shadow.querySelector('.newchat'), 'Start a new chat');
+        await until(() => storedId(w) && storedId(w) !== second, 'the third conversation');
+        const third = await conversationOf(storedId(w)!);
+        assert.equal(third.customerId, 'cus_third');
+        assert.notEqual(third.customerLabel, '  ', 'a blank attribute is left out');
+        P.identify(null);
+        assert.equal(await P.endChat(), true);
+        P.close();
+        P.open();
+        await until(() => storedId(w) && storedId(w) !== third.id, 'the fourth conversation');
+        assert.match((await conversationOf(storedId(w)!)).customerId, /^anon_/, 'identify(null): anonymous');
+      } finally {
+        w.close();
+      }
+    });
+
+    test('data-launcher="false": no launcher; the page opens it from its own button, Escape closes it and focus goes back to that button; a second snippet does nothing', async () => {
+      const w = await openSite({
+        attrs: { 'data-launcher': 'false', 'data-open': 'true' },
+        before: `<button id="help" type="button">Help</button><script>${STUB}
+          document.getElementById('help').addEventListener('click', function () { Parley('toggle'); });
+          Parley('close');
+        </script>`,
+      });
+      try {
+        const P = await until(() => typeof parleyOf(w).open === 'function' && parleyOf(w), 'the API');
+        assert.equal(w.$('.launcher')!.hidden, true, 'no launcher');
+        assert.equal(P.isOpen(), false, 'the page’s own close() wins over data-open');
+        assert.equal(w.requests.length, 0);
+
+        const help = w.window.document.getElementById('help')!;
+        help.focus();
+        help.click();
+        assert.equal(P.isOpen(), true);
+        assert.equal(w.shadow.activeElement, w.$('textarea'), 'focus moves to the input');
+        await until(() => w.transcript().length === 1, 'the greeting');
+        w.$('textarea')!.dispatchEvent(new w.window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, composed: true }));
+        assert.equal(P.isOpen(), false);
+        assert.equal(w.window.document.activeElement, help, 'focus is back on the page’s button');
+
+        // Closed from the page's code while focus is elsewhere on the page: the focus stays there.
+        P.open();
+        const other = w.window.document.createElement('input');
+        w.window.document.body.appendChild(other);
+        other.focus();
+        P.close();
+        assert.equal(w.window.document.activeElement, other);
+
+        // A second snippet on the same page: no second widget, the same API.
+        const again = w.window.document.createElement('script');
+        again.src = `${t.baseUrl}/widget.js`;
+        again.setAttribute('data-key', pk);
+        const loaded = new Promise((r) => again.addEventListener('load', r));
+        w.window.document.body.appendChild(again);
+        await loaded;
+        assert.equal(w.window.document.querySelectorAll('parley-widget').length, 1);
+        assert.equal(parleyOf(w), P);
+      } finally {
+        w.close();
       }
     });
 

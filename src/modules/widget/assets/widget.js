@@ -5,7 +5,9 @@
  *
  * Plain JavaScript, no dependency, one file (its CSS is below). Everything renders inside a Shadow DOM, so the
  * page's CSS does not reach it and its CSS does not leak out; all text from the conversation is set with
- * textContent, never as HTML. It talks only to the API base taken from its own src (or data-api). See docs/widget.md.
+ * textContent, never as HTML. It talks only to the API base taken from its own src (or data-api). The page drives it
+ * through window.Parley (open, close, identify, events…); calls made before this script loaded wait in a queue
+ * (window.Parley.q, filled by the stub in docs/widget.md) and run when it mounts. See docs/widget.md.
  */
 (function () {
   'use strict';
@@ -23,6 +25,8 @@
   }
   var API = (data.api || new URL('v1', script.src).href).replace(/\/+$/, '');
   var TITLE = data.title || 'Chat with us';
+  /** data-launcher="false": no launcher button; the page opens the panel from its own button through window.Parley. */
+  var LAUNCHER = data.launcher !== 'false';
   var STORE_KEY = 'parley.widget.' + KEY;
   /** Attempts of one request when the network fails (the first included), and the wait before each retry. */
   var ATTEMPTS = 4;
@@ -81,8 +85,10 @@
     '.send{background:var(--accent);color:#fff;border:0;border-radius:10px;height:40px;padding:0 14px;cursor:pointer;font-size:14px;font-weight:600}',
     '.send:disabled{opacity:.5;cursor:default}',
     '.sr{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}',
+    // No launcher (data-launcher="false"): the panel sits in the corner the launcher would have taken.
+    '.root.bare .panel{bottom:20px;max-height:calc(100vh - 40px)}',
     // A phone: the panel takes the whole screen, its header's close button is the way back.
-    '@media (max-width:480px){.panel{right:0;bottom:0;width:100%;max-width:100%;height:100%;max-height:100%;border-radius:0}',
+    '@media (max-width:480px){.panel,.root.bare .panel{right:0;bottom:0;width:100%;max-width:100%;height:100%;max-height:100%;border-radius:0}',
     '.root.open .launcher{display:none}.compose textarea{font-size:16px}}',
   ].join('\n');
 
@@ -183,7 +189,8 @@
     compose,
     live,
   ]);
-  var root = el('div', { class: 'root' }, [launcher, panel]);
+  launcher.hidden = !LAUNCHER;
+  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare' }, [launcher, panel]);
   if (data.color) root.style.setProperty('--accent', data.color);
   shadow.appendChild(root);
 
@@ -199,7 +206,24 @@
      */
     pending: null,
     contactEditing: false,
+    /** Where focus goes back to when the panel closes: the launcher, or what had focus before the page opened it. */
+    returnFocus: null,
   };
+
+  // ---- events for the page (window.Parley.on) ---------------------------------------------------------------------
+  var EVENTS = ['ready', 'open', 'close', 'message', 'escalated', 'ended'];
+  var handlers = {};
+  var isReady = false;
+  /** Calls the page's handlers of `name`; one that throws is reported in the console and the others still run. */
+  function emit(name, detail) {
+    (handlers[name] || []).slice().forEach(function (fn) {
+      try {
+        fn(detail);
+      } catch (e) {
+        console.error('Parley widget: a "' + name + '" handler threw', e);
+      }
+    });
+  }
 
   function uuid() {
     if (window.crypto && typeof window.crypto.randomUUID === 'function') return window.crypto.randomUUID();
@@ -345,6 +369,22 @@
     scrollDown();
   }
 
+  /**
+   * The conversation as the service now answers it (after a read, an escalation, contact details, the end). When it
+   * has become escalated meanwhile — by the button or by the assistant — the page hears of it once.
+   */
+  function setConversation(c) {
+    var before = state.conversation;
+    var was = escalated();
+    state.conversation = c;
+    if (before && c && before.id === c.id && !was && escalated()) emit('escalated', { conversationId: c.id, reason: c.escalationReason || null });
+  }
+  /** An assistant message that came in now (a greeting or a reply; not one read back with a transcript). */
+  function arrived(m) {
+    if (!m || m.role !== 'assistant') return;
+    emit('message', { id: m.id, content: m.content, conversationId: state.conversation && state.conversation.id });
+  }
+
   function render(conversation, messages) {
     state.conversation = conversation;
     log.textContent = '';
@@ -356,11 +396,13 @@
   }
 
   // ---- actions ---------------------------------------------------------------------------------------------------
+  /** The customer attributes of the next start: the data-customer-* attributes, until the page calls identify(). */
+  var identity = { id: data.customerId, label: data.customerLabel, email: data.customerEmail };
   function startBody() {
     var b = {};
-    if (data.customerId) b.customerId = data.customerId;
-    if (data.customerLabel) b.customerLabel = data.customerLabel;
-    if (data.customerEmail) b.customerEmail = data.customerEmail;
+    if (identity.id) b.customerId = identity.id;
+    if (identity.label) b.customerLabel = identity.label;
+    if (identity.email) b.customerEmail = identity.email;
     return b;
   }
 
@@ -393,6 +435,7 @@
           writeStore({ conversationId: r.data.conversation.id });
           state.contactEditing = false;
           render(r.data.conversation, r.data.messages);
+          (r.data.messages || []).forEach(arrived);
           return true;
         });
       })
@@ -414,7 +457,7 @@
     var c = state.conversation;
     return call('GET', '/chat/conversations/' + encodeURIComponent(c.id)).then(function (r) {
       if (r.ok && state.conversation && state.conversation.id === c.id) {
-        state.conversation = r.data.conversation;
+        setConversation(r.data.conversation);
         refresh();
       }
       return r;
@@ -426,6 +469,7 @@
     if (state.conversation && readStore().conversationId === state.conversation.id) writeStore({ conversationId: null });
     if (state.conversation) state.conversation.endedAt = state.conversation.endedAt || new Date().toISOString();
     addNote('This chat has ended.');
+    if (state.conversation) emit('ended', { conversationId: state.conversation.id });
     var again = el('button', { type: 'button', class: 'newchat', text: 'Start a new chat' });
     again.addEventListener('click', function () {
       state.conversation = null;
@@ -471,7 +515,10 @@
           var msgs = r.data.messages;
           mine.classList.remove('pending');
           if (msgs[0] && msgs[0].id) mine.setAttribute('data-id', msgs[0].id);
-          for (var i = 1; i < msgs.length; i++) addMessage(msgs[i]);
+          for (var i = 1; i < msgs.length; i++) {
+            addMessage(msgs[i]);
+            arrived(msgs[i]);
+          }
           // Only a reply that cites nothing can come with an escalation (a request for a person, or questions the
           // assistant could not answer), or with an email address written after one (the contact address): the
           // answer does not say, the conversation does.
@@ -493,8 +540,17 @@
           // The service took the message but its answer was lost: show the transcript as it is.
           state.pending = null;
           input.value = '';
+          var shown = {};
+          Array.prototype.forEach.call(log.querySelectorAll('[data-id]'), function (n) {
+            shown[n.getAttribute('data-id')] = true;
+          });
           return reread().then(function (g) {
-            if (g.ok) render(g.data.conversation);
+            if (!g.ok) return;
+            render(g.data.conversation);
+            // The reply the lost answer carried is new to the page too.
+            (g.data.conversation.messages || []).forEach(function (m) {
+              if (!shown[m.id]) arrived(m);
+            });
           });
         }
         if (r.status !== -1) showError(problem(r, 'sending your message'));
@@ -510,8 +566,8 @@
       escalateBtn.disabled = false;
       if (!r.ok) return showError(problem(r, 'reaching a person'));
       showError('');
-      state.conversation = r.data.conversation;
       addNote("We've asked a person from our team to take over this conversation.");
+      setConversation(r.data.conversation);
       refresh();
       if (!contactForm.hidden) contactEmail.focus();
     });
@@ -538,21 +594,37 @@
       }
       showError('');
       state.contactEditing = false;
-      state.conversation = r.data.conversation;
+      setConversation(r.data.conversation);
       refresh();
     });
   }
 
+  /**
+   * Ends the conversation (End chat, or the page's Parley.endChat()): the one shown or, when the panel has not been
+   * opened on this page, the stored one, so a page can end a chat without opening it (a customer signing out).
+   * Answers whether a conversation was ended.
+   */
   function endChat() {
     var c = state.conversation;
-    if (!c) return;
+    var id = c ? (ended() ? null : c.id) : readStore().conversationId;
+    if (!id) return Promise.resolve(false);
     endBtn.disabled = true;
-    call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/end').then(function (r) {
+    return call('POST', '/chat/conversations/' + encodeURIComponent(id) + '/end').then(function (r) {
       endBtn.disabled = false;
-      if (!r.ok && r.status !== 404) return showError(problem(r, 'ending the chat'));
+      // 404 (and 400 for a stored id the service cannot read, as on restore): there is nothing left to end.
+      if (!r.ok && r.status !== 404 && !(r.status === 400 && !c)) {
+        showError(problem(r, 'ending the chat'));
+        return false;
+      }
       showError('');
-      if (r.ok) state.conversation = r.data.conversation;
-      conversationEnded();
+      if (!c) {
+        if (readStore().conversationId === id) writeStore({ conversationId: null });
+        emit('ended', { conversationId: id });
+      } else if (state.conversation === c) {
+        if (r.ok) setConversation(r.data.conversation);
+        conversationEnded();
+      }
+      return true;
     });
   }
 
@@ -560,8 +632,11 @@
   function isOpen() {
     return !panel.hidden;
   }
-  function open() {
+  function open(byLauncher) {
     if (isOpen()) return;
+    // Opened by the page (its own button, through Parley.open()): focus goes back there on close.
+    var active = document.activeElement;
+    state.returnFocus = byLauncher === true ? launcher : active && active !== document.body && active !== host ? active : LAUNCHER ? launcher : null;
     panel.hidden = false;
     root.classList.add('open');
     launcher.setAttribute('aria-expanded', 'true');
@@ -570,20 +645,26 @@
     input.focus();
     scrollDown();
     ensureConversation();
+    emit('open');
   }
   function close() {
     if (!isOpen()) return;
+    // Focus is moved only out of the widget: a page closing the panel from its own code keeps its focus where it is.
+    var hadFocus = document.activeElement === host;
+    var back = state.returnFocus && state.returnFocus.isConnected ? state.returnFocus : LAUNCHER ? launcher : null;
+    state.returnFocus = null;
     panel.hidden = true;
     root.classList.remove('open');
     launcher.setAttribute('aria-expanded', 'false');
     launcher.setAttribute('aria-label', 'Open chat: ' + TITLE);
     writeStore({ open: null });
-    launcher.focus();
+    if (hadFocus && back) back.focus();
+    emit('close');
   }
 
   launcher.addEventListener('click', function () {
     if (isOpen()) close();
-    else open();
+    else open(true);
   });
   closeBtn.addEventListener('click', close);
   escalateBtn.addEventListener('click', escalate);
@@ -620,10 +701,117 @@
     }
   });
 
+  // ---- the page's JavaScript API: window.Parley (docs/widget.md) --------------------------------------------------
+  function warn(text) {
+    console.warn('Parley widget: ' + text);
+  }
+  function on(name, fn) {
+    if (EVENTS.indexOf(name) < 0) {
+      warn('no event "' + name + '" (there are ' + EVENTS.join(', ') + ')');
+      return function () {};
+    }
+    if (typeof fn !== 'function') {
+      warn('on("' + name + '") needs a function');
+      return function () {};
+    }
+    (handlers[name] = handlers[name] || []).push(fn);
+    if (name === 'ready' && isReady) {
+      // Added after the widget was ready: told all the same, once the caller's code has run (as for the others).
+      Promise.resolve().then(function () {
+        if ((handlers.ready || []).indexOf(fn) < 0) return;
+        try {
+          fn();
+        } catch (e) {
+          console.error('Parley widget: a "ready" handler threw', e);
+        }
+      });
+    }
+    return function () {
+      off(name, fn);
+    };
+  }
+  /** Removes one handler; without `fn`, all of the event's. */
+  function off(name, fn) {
+    var list = handlers[name] || [];
+    if (fn === undefined) list.length = 0;
+    else if (list.indexOf(fn) >= 0) list.splice(list.indexOf(fn), 1);
+  }
+  /**
+   * The customer attributes for the next conversation started (not the running one): `{id, label, email}`, each a
+   * string (an id may be a number); null or {} for none. Replaces the data-customer-* attributes. Not verified.
+   */
+  function identify(attrs) {
+    if (attrs === null || attrs === undefined) {
+      identity = {};
+      return;
+    }
+    if (typeof attrs !== 'object') return warn('identify() takes an object {id, label, email}');
+    var next = {};
+    Object.keys(attrs).forEach(function (k) {
+      var v = attrs[k];
+      if (k !== 'id' && k !== 'label' && k !== 'email') return warn('identify(): unknown attribute "' + k + '" (there are id, label, email)');
+      if (v === null || v === undefined) return;
+      if (typeof v === 'number' && isFinite(v)) v = String(v);
+      if (typeof v !== 'string') return warn('identify(): ' + k + ' must be a string');
+      if (v.trim()) next[k] = v.trim();
+    });
+    identity = next;
+  }
+  /** Set by open/close/toggle called before the widget mounted (queued): data-open and the remembered state give way. */
+  var pageChose = false;
+  var methods = {
+    open: function () {
+      pageChose = true;
+      open();
+    },
+    close: function () {
+      pageChose = true;
+      close();
+    },
+    toggle: function () {
+      pageChose = true;
+      if (isOpen()) close();
+      else open();
+    },
+    isOpen: isOpen,
+    /** Waits for a start or restore under way, so the conversation it brings is the one ended. */
+    endChat: function () {
+      return (state.loading || Promise.resolve()).then(function () {
+        return endChat();
+      });
+    },
+    identify: identify,
+    on: on,
+    off: off,
+  };
+  /** window.Parley: `Parley('open')` (the stub's form, queued before the script loads) or `Parley.open()`. */
+  function Parley(method) {
+    if (!Object.prototype.hasOwnProperty.call(methods, method)) return warn('no method "' + method + '"');
+    return methods[method].apply(null, Array.prototype.slice.call(arguments, 1));
+  }
+  Object.keys(methods).forEach(function (k) {
+    Parley[k] = methods[k];
+  });
+
   function mount() {
     document.body.appendChild(host);
     refresh();
-    if (data.open === 'true' || data.open === '' || readStore().open) open();
+    // The stub's queue: calls the page made before this script ran, in their order.
+    var stub = window.Parley;
+    var queue = stub && stub.q;
+    window.Parley = Parley;
+    if (queue && typeof queue.length === 'number') {
+      Array.prototype.slice.call(queue).forEach(function (args) {
+        try {
+          Parley.apply(null, Array.prototype.slice.call(args));
+        } catch (e) {
+          console.error('Parley widget: a queued call failed', e);
+        }
+      });
+    }
+    if (!pageChose && (data.open === 'true' || data.open === '' || readStore().open)) open();
+    isReady = true;
+    emit('ready');
   }
   if (document.body) mount();
   else document.addEventListener('DOMContentLoaded', mount);
