@@ -46,12 +46,39 @@ interface ParleyApi {
   isOpen(): boolean;
   endChat(): Promise<boolean>;
   identify(attrs: unknown): void;
+  setLabels(labels: unknown): void;
   on(name: string, fn: (detail: any) => void): () => void;
   off(name: string, fn?: (detail: any) => void): void;
 }
 
 /** The snippet's stub, as docs/widget.md gives it: calls made before widget.js runs wait in Parley.q. */
 const STUB = 'window.Parley = window.Parley || function () { (window.Parley.q = window.Parley.q || []).push(arguments); };';
+
+/**
+ * The label table of widget.js, read from its source: each built-in language has every label of English, and each
+ * keeps English's placeholders ({wait}, {n}, {title}, {email}, {name}), so a number is never lost in translation.
+ */
+test('widget labels: every language has every label, with the same placeholders', () => {
+  const source = readFileSync(`${WIDGET_ASSETS_DIR}widget.js`, 'utf8');
+  const literal = /\n {2}var LABELS = (\{[\s\S]*?\n {2}\});\n/.exec(source)?.[1];
+  assert.ok(literal, 'the LABELS table');
+  const table = new Function(`return ${literal}`)() as Record<string, Record<string, string | Record<string, string>>>;
+  const en = table.en!;
+  const holes = (v: string) => [...v.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join(',');
+  const forms = (v: string | Record<string, string>) => (typeof v === 'string' ? [v] : Object.values(v));
+  assert.deepEqual(Object.keys(table).sort(), ['de', 'en', 'es', 'fr', 'it', 'nl', 'pt']);
+  for (const [lang, labels] of Object.entries(table)) {
+    assert.deepEqual(Object.keys(labels).sort(), Object.keys(en).sort(), `${lang} has every label, and no other`);
+    for (const [k, v] of Object.entries(labels)) {
+      if (typeof v !== 'string') assert.equal(typeof v.other, 'string', `${lang}.${k} has its general plural form`);
+      const want = holes(forms(en[k]!)[0]!);
+      for (const f of forms(v)) {
+        assert.ok(f.trim(), `${lang}.${k} is not empty`);
+        assert.equal(holes(f), want, `${lang}.${k} keeps the placeholders of English: ${f}`);
+      }
+    }
+  }
+});
 
 for (const dialect of DIALECTS) {
   describe(`chat widget (${dialect})`, () => {
@@ -79,13 +106,13 @@ for (const dialect of DIALECTS) {
 
     /** The owner's page with the snippet, loaded by jsdom from the site; the widget script from the service. */
     /** `before`: the page's own markup and scripts ahead of the snippet (its buttons, the window.Parley stub). */
-    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean; before?: string } = {}): Promise<WidgetPage> {
+    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean; before?: string; htmlLang?: string } = {}): Promise<WidgetPage> {
       const attrs = { 'data-key': o.key ?? pk, ...o.attrs };
       const attrText = Object.entries(attrs)
         .map(([k, v]) => ` ${k}="${v.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"`)
         .join('');
       // The host's own CSS tries hard to reach into the widget.
-      page = `<!doctype html><html><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
+      page = `<!doctype html><html${o.htmlLang ? ` lang="${o.htmlLang}"` : ''}><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
         <body><h1>Shop</h1>${o.before ?? ''}<script src="${t.baseUrl}/widget.js"${attrText} async></script></body></html>`;
       const errors: unknown[] = [];
       const virtualConsole = new VirtualConsole();
@@ -617,10 +644,10 @@ for (const dialect of DIALECTS) {
     });
 
     /** A widget on an account whose limit lets three requests through, at its fourth: a refused send. */
-    async function refusedSend(limits: { minute?: number; day?: number }) {
+    async function refusedSend(limits: { minute?: number; day?: number }, attrs: Record<string, string> = {}) {
       const acct = await t.account(limits);
       const limited = (await t.ctx.services.accounts.createKey({ accountId: acct.accountId, type: 'public' })).key;
-      const w = await openSite({ key: limited });
+      const w = await openSite({ key: limited, attrs });
       await openChat(w); // 1
       type(w, 'hello'); // 2 (small talk: cites nothing, so the widget reads the conversation: 3)
       await until(() => w.transcript().length === 3, 'the reply');
@@ -813,6 +840,134 @@ for (const dialect of DIALECTS) {
         assert.equal(parleyOf(w), P);
       } finally {
         w.close();
+      }
+    });
+
+    /** Every label the closed widget shows or gives to a screen reader, by where it is. */
+    function labelsShown(w: WidgetPage) {
+      const text = (s: string) => w.$(s)!.textContent;
+      const attr = (s: string, a: string) => w.$(s)!.getAttribute(a);
+      return {
+        lang: attr('.root', 'lang'),
+        launcher: attr('.launcher', 'aria-label'),
+        title: text('h2'),
+        dialog: attr('.panel', 'aria-label'),
+        close: attr('.close', 'aria-label'),
+        escalate: text('.escalate'),
+        end: text('.end'),
+        conversation: attr('.log', 'aria-label'),
+        contact: attr('.contact', 'aria-label'),
+        contactAsk: text('.contact p'),
+        email: text('label[for=parley-contact-email]'),
+        name: text('label[for=parley-contact-name]'),
+        sendDetails: text('.contact button'),
+        change: text('.contact-done button'),
+        message: text('label[for=parley-input]'),
+        placeholder: attr('textarea', 'placeholder'),
+        send: text('.send'),
+      };
+    }
+
+    test('labels: data-lang picks a built-in language, else <html lang>, else English; every label and aria label is translated', async () => {
+      const en = await openSite({ attrs: { 'data-lang': 'xx-YY' } });
+      let english: ReturnType<typeof labelsShown>;
+      try {
+        english = labelsShown(en);
+        assert.equal(english.lang, 'en', 'an unknown language is English');
+        assert.equal(english.launcher, 'Open chat: Chat with us');
+        assert.equal(english.send, 'Send');
+      } finally {
+        en.close();
+      }
+      // Words that are the same in English.
+      const same: Record<string, string[]> = { de: ['name'], fr: ['conversation'] };
+      for (const lang of ['de', 'fr', 'es', 'nl', 'pt', 'it']) {
+        const w = await openSite({ attrs: { 'data-lang': lang } });
+        try {
+          const shown = labelsShown(w);
+          assert.equal(shown.lang, lang);
+          for (const [k, v] of Object.entries(shown)) {
+            assert.ok(v, `${lang}: ${k} is shown`);
+            if (k !== 'lang' && !same[lang]?.includes(k)) assert.notEqual(v, english[k as keyof typeof english], `${lang}: ${k} is translated`);
+          }
+          assert.equal(shown.dialog, shown.title);
+          assert.ok(shown.launcher!.includes(shown.title!), `${lang}: the launcher names the title`);
+        } finally {
+          w.close();
+        }
+      }
+
+      // <html lang> when data-lang is not given (its language's set for a regional tag); data-lang wins over it.
+      const fr = await openSite({ htmlLang: 'fr-CA' });
+      try {
+        assert.equal(labelsShown(fr).lang, 'fr');
+        assert.equal(labelsShown(fr).launcher, 'Ouvrir le chat\u00a0: Discutez avec nous');
+        // Messages are prefixed for screen readers in the language too, and errors are said in it.
+        await openChat(fr);
+        click(fr.$('.contact button'), 'send details with no email');
+        assert.equal(fr.error(), 'Veuillez saisir une adresse e-mail valide.');
+        type(fr, 'bonjour');
+        assert.equal(fr.$('.typing')!.getAttribute('aria-label'), 'L’assistant est en train d’écrire');
+        await until(() => fr.transcript().length === 3, 'the reply');
+        assert.equal(fr.shadow.querySelectorAll('.msg.customer .sr')[0]!.textContent, 'Vous\u00a0: ');
+      } finally {
+        fr.close();
+      }
+      const it = await openSite({ htmlLang: 'pt-BR', attrs: { 'data-lang': 'it' } });
+      try {
+        assert.equal(labelsShown(it).send, 'Invia');
+      } finally {
+        it.close();
+      }
+    });
+
+    test('labels: data-labels and setLabels() reword single labels; data-title wins for the title; a wrong one is said in the console', async () => {
+      const w = await openSite({
+        attrs: { 'data-lang': 'de', 'data-title': 'Hilfe <i>24/7</i>', 'data-labels': JSON.stringify({ send: 'Los', title: 'not this', bogus: 'x', end: 3 }) },
+      });
+      try {
+        const shown = labelsShown(w);
+        assert.equal(shown.send, 'Los');
+        assert.equal(shown.title, 'Hilfe <i>24/7</i>', 'as text');
+        assert.equal(shown.launcher, 'Chat öffnen: Hilfe <i>24/7</i>');
+        assert.equal(shown.end, 'Chat beenden', 'a label that is not a string is left out');
+        assert.equal(w.shadow.querySelectorAll('i').length, 0);
+        assert.ok(consoleWarnings(w).some((e) => /no label "bogus"/.test(e)));
+        assert.ok(consoleWarnings(w).some((e) => /label "end" must be a string/.test(e)));
+
+        await openChat(w);
+        parleyOf(w).setLabels({ escalate: 'Jemanden fragen', title: 'Support', closeChat: 'Zu: {title}' });
+        assert.equal(w.$('.escalate')!.textContent, 'Jemanden fragen');
+        assert.equal(w.$('h2')!.textContent, 'Support');
+        assert.equal(w.$('.launcher')!.getAttribute('aria-label'), 'Zu: Support');
+        parleyOf(w).close();
+        assert.equal(w.$('.launcher')!.getAttribute('aria-label'), 'Chat öffnen: Support');
+      } finally {
+        w.close();
+      }
+      const broken = await openSite({ attrs: { 'data-labels': '{send: Go}' } });
+      try {
+        assert.equal(labelsShown(broken).send, 'Send');
+        assert.ok(consoleWarnings(broken).some((e) => /data-labels is not JSON/.test(e)));
+      } finally {
+        broken.close();
+      }
+    });
+
+    test('a 429 in another language says the wait from Retry-After in its own words and units', async () => {
+      const { w, wait } = await refusedSend({ minute: 3 }, { 'data-lang': 'de' });
+      try {
+        const m = /^Zu viele Nachrichten\. Bitte versuchen Sie es in (\d+) Sek\. erneut\.$/.exec(w.error());
+        assert.ok(m, w.error());
+        assert.ok(Math.abs(Number(m[1]) - wait) <= 1, `${w.error()} vs Retry-After ${wait}`);
+      } finally {
+        w.close();
+      }
+      const day = await refusedSend({ minute: 100, day: 3 }, { 'data-lang': 'nl' });
+      try {
+        assert.equal(day.w.error(), `Te veel berichten. Probeer het over ${Math.ceil(day.wait / 3600)} uur opnieuw.`);
+      } finally {
+        day.w.close();
       }
     });
 

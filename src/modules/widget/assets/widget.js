@@ -24,7 +24,6 @@
     return;
   }
   var API = (data.api || new URL('v1', script.src).href).replace(/\/+$/, '');
-  var TITLE = data.title || 'Chat with us';
   /** data-launcher="false": no launcher button; the page opens the panel from its own button through window.Parley. */
   var LAUNCHER = data.launcher !== 'false';
   var STORE_KEY = 'parley.widget.' + KEY;
@@ -38,6 +37,341 @@
    * long with the typing indicator and the send button disabled would look like a hang, so it is answered at once.
    */
   var MAX_RETRY_WAIT_S = 10;
+
+  // ---- labels: every string the widget shows or gives to a screen reader, per language -------------------------
+  /*
+   * {name} is filled in (as text). A value may also be {one, other, …}: the form for the count {n}, by
+   * Intl.PluralRules. Durations are whole numbers with their unit ({n} s, {n} min, {n} h), put into tooMany as {wait}.
+   * The conversation's own text (the greeting, the answers) comes from the service and is not translated here.
+   */
+  var LABELS = {
+    en: {
+      title: 'Chat with us',
+      openChat: 'Open chat: {title}',
+      openChatUnread: 'Open chat: {title} ({n} unread)',
+      closeChat: 'Close chat: {title}',
+      close: 'Close chat',
+      escalate: 'Talk to a person',
+      end: 'End chat',
+      conversation: 'Conversation',
+      typing: 'The assistant is typing',
+      you: 'You:',
+      speaker: '{name}:',
+      assistant: 'Assistant',
+      message: 'Your message',
+      placeholder: 'Type your message…',
+      send: 'Send',
+      contact: 'Contact details',
+      contactAsk: 'A person from our team will follow up. Where can they reach you?',
+      email: 'Email (required)',
+      name: 'Name (optional)',
+      sendDetails: 'Send details',
+      contactDone: 'Thanks! A person from our team will reach you at {email}.',
+      change: 'Change',
+      escalated: "We've asked a person from our team to take over this conversation.",
+      ended: 'This chat has ended.',
+      newChat: 'Start a new chat',
+      invalidEmail: 'Please enter a valid email address.',
+      tooMany: 'Too many messages. Please try again in {wait}.',
+      seconds: '{n} s',
+      minutes: '{n} min',
+      hours: '{n} h',
+      unreachable: 'Could not reach the chat service. Check your connection and try again.',
+      startFailed: 'Sorry, starting the chat did not work. Please try again.',
+      sendFailed: 'Sorry, sending your message did not work. Please try again.',
+      escalateFailed: 'Sorry, reaching a person did not work. Please try again.',
+      contactFailed: 'Sorry, sending your details did not work. Please try again.',
+      endFailed: 'Sorry, ending the chat did not work. Please try again.',
+    },
+    de: {
+      title: 'Chatten Sie mit uns',
+      openChat: 'Chat öffnen: {title}',
+      openChatUnread: 'Chat öffnen: {title} ({n} ungelesen)',
+      closeChat: 'Chat schließen: {title}',
+      close: 'Chat schließen',
+      escalate: 'Mit einer Person sprechen',
+      end: 'Chat beenden',
+      conversation: 'Unterhaltung',
+      typing: 'Der Assistent schreibt',
+      you: 'Sie:',
+      speaker: '{name}:',
+      assistant: 'Assistent',
+      message: 'Ihre Nachricht',
+      placeholder: 'Nachricht eingeben…',
+      send: 'Senden',
+      contact: 'Kontaktdaten',
+      contactAsk: 'Eine Person aus unserem Team meldet sich bei Ihnen. Wie können wir Sie erreichen?',
+      email: 'E-Mail (erforderlich)',
+      name: 'Name (optional)',
+      sendDetails: 'Angaben senden',
+      contactDone: 'Danke! Eine Person aus unserem Team meldet sich unter {email}.',
+      change: 'Ändern',
+      escalated: 'Wir haben eine Person aus unserem Team gebeten, diese Unterhaltung zu übernehmen.',
+      ended: 'Dieser Chat wurde beendet.',
+      newChat: 'Neuen Chat starten',
+      invalidEmail: 'Bitte geben Sie eine gültige E-Mail-Adresse ein.',
+      tooMany: 'Zu viele Nachrichten. Bitte versuchen Sie es in {wait} erneut.',
+      seconds: '{n} Sek.',
+      minutes: '{n} Min.',
+      hours: '{n} Std.',
+      unreachable: 'Der Chat-Dienst ist nicht erreichbar. Bitte prüfen Sie Ihre Verbindung und versuchen Sie es erneut.',
+      startFailed: 'Der Chat konnte leider nicht gestartet werden. Bitte versuchen Sie es erneut.',
+      sendFailed: 'Ihre Nachricht konnte leider nicht gesendet werden. Bitte versuchen Sie es erneut.',
+      escalateFailed: 'Die Weiterleitung an eine Person hat leider nicht funktioniert. Bitte versuchen Sie es erneut.',
+      contactFailed: 'Ihre Angaben konnten leider nicht gesendet werden. Bitte versuchen Sie es erneut.',
+      endFailed: 'Der Chat konnte leider nicht beendet werden. Bitte versuchen Sie es erneut.',
+    },
+    // French typography: a no-break space (U+00A0) before ":", "?" and "!" and between a number and its unit.
+    fr: {
+      title: 'Discutez avec nous',
+      openChat: 'Ouvrir le chat\u00a0: {title}',
+      openChatUnread: { one: 'Ouvrir le chat\u00a0: {title} ({n}\u00a0non lu)', other: 'Ouvrir le chat\u00a0: {title} ({n}\u00a0non lus)' },
+      closeChat: 'Fermer le chat\u00a0: {title}',
+      close: 'Fermer le chat',
+      escalate: 'Parler à une personne',
+      end: 'Terminer le chat',
+      conversation: 'Conversation',
+      typing: 'L’assistant est en train d’écrire',
+      you: 'Vous\u00a0:',
+      speaker: '{name}\u00a0:',
+      assistant: 'Assistant',
+      message: 'Votre message',
+      placeholder: 'Écrivez votre message…',
+      send: 'Envoyer',
+      contact: 'Coordonnées',
+      contactAsk: 'Une personne de notre équipe va vous recontacter. Où pouvons-nous vous joindre\u00a0?',
+      email: 'E-mail (obligatoire)',
+      name: 'Nom (facultatif)',
+      sendDetails: 'Envoyer mes coordonnées',
+      contactDone: 'Merci\u00a0! Une personne de notre équipe vous contactera à l’adresse {email}.',
+      change: 'Modifier',
+      escalated: 'Nous avons demandé à une personne de notre équipe de reprendre cette conversation.',
+      ended: 'Ce chat est terminé.',
+      newChat: 'Démarrer un nouveau chat',
+      invalidEmail: 'Veuillez saisir une adresse e-mail valide.',
+      tooMany: 'Trop de messages. Veuillez réessayer dans {wait}.',
+      seconds: '{n}\u00a0s',
+      minutes: '{n}\u00a0min',
+      hours: '{n}\u00a0h',
+      unreachable: 'Impossible de joindre le service de chat. Vérifiez votre connexion et réessayez.',
+      startFailed: 'Désolé, le chat n’a pas pu démarrer. Veuillez réessayer.',
+      sendFailed: 'Désolé, votre message n’a pas pu être envoyé. Veuillez réessayer.',
+      escalateFailed: 'Désolé, nous n’avons pas pu joindre une personne. Veuillez réessayer.',
+      contactFailed: 'Désolé, vos coordonnées n’ont pas pu être envoyées. Veuillez réessayer.',
+      endFailed: 'Désolé, le chat n’a pas pu être terminé. Veuillez réessayer.',
+    },
+    es: {
+      title: 'Chatea con nosotros',
+      openChat: 'Abrir chat: {title}',
+      openChatUnread: 'Abrir chat: {title} ({n} sin leer)',
+      closeChat: 'Cerrar chat: {title}',
+      close: 'Cerrar chat',
+      escalate: 'Hablar con una persona',
+      end: 'Terminar chat',
+      conversation: 'Conversación',
+      typing: 'El asistente está escribiendo',
+      you: 'Tú:',
+      speaker: '{name}:',
+      assistant: 'Asistente',
+      message: 'Tu mensaje',
+      placeholder: 'Escribe tu mensaje…',
+      send: 'Enviar',
+      contact: 'Datos de contacto',
+      contactAsk: 'Una persona de nuestro equipo se pondrá en contacto contigo. ¿Dónde podemos localizarte?',
+      email: 'Correo electrónico (obligatorio)',
+      name: 'Nombre (opcional)',
+      sendDetails: 'Enviar datos',
+      contactDone: '¡Gracias! Una persona de nuestro equipo te escribirá a {email}.',
+      change: 'Cambiar',
+      escalated: 'Hemos pedido a una persona de nuestro equipo que continúe esta conversación.',
+      ended: 'Este chat ha terminado.',
+      newChat: 'Iniciar un chat nuevo',
+      invalidEmail: 'Introduce una dirección de correo electrónico válida.',
+      tooMany: 'Demasiados mensajes. Inténtalo de nuevo en {wait}.',
+      seconds: '{n} s',
+      minutes: '{n} min',
+      hours: '{n} h',
+      unreachable: 'No se pudo conectar con el servicio de chat. Comprueba tu conexión e inténtalo de nuevo.',
+      startFailed: 'Lo sentimos, no se pudo iniciar el chat. Inténtalo de nuevo.',
+      sendFailed: 'Lo sentimos, no se pudo enviar tu mensaje. Inténtalo de nuevo.',
+      escalateFailed: 'Lo sentimos, no se pudo contactar con una persona. Inténtalo de nuevo.',
+      contactFailed: 'Lo sentimos, no se pudieron enviar tus datos. Inténtalo de nuevo.',
+      endFailed: 'Lo sentimos, no se pudo terminar el chat. Inténtalo de nuevo.',
+    },
+    nl: {
+      title: 'Chat met ons',
+      openChat: 'Chat openen: {title}',
+      openChatUnread: 'Chat openen: {title} ({n} ongelezen)',
+      closeChat: 'Chat sluiten: {title}',
+      close: 'Chat sluiten',
+      escalate: 'Met een medewerker praten',
+      end: 'Chat beëindigen',
+      conversation: 'Gesprek',
+      typing: 'De assistent typt',
+      you: 'Jij:',
+      speaker: '{name}:',
+      assistant: 'Assistent',
+      message: 'Je bericht',
+      placeholder: 'Typ je bericht…',
+      send: 'Versturen',
+      contact: 'Contactgegevens',
+      contactAsk: 'Iemand van ons team neemt contact met je op. Waar kunnen we je bereiken?',
+      email: 'E-mail (verplicht)',
+      name: 'Naam (optioneel)',
+      sendDetails: 'Gegevens versturen',
+      contactDone: 'Bedankt! Iemand van ons team neemt contact met je op via {email}.',
+      change: 'Wijzigen',
+      escalated: 'We hebben iemand van ons team gevraagd dit gesprek over te nemen.',
+      ended: 'Deze chat is beëindigd.',
+      newChat: 'Nieuwe chat starten',
+      invalidEmail: 'Vul een geldig e-mailadres in.',
+      tooMany: 'Te veel berichten. Probeer het over {wait} opnieuw.',
+      seconds: '{n} s',
+      minutes: '{n} min',
+      hours: '{n} uur',
+      unreachable: 'De chatdienst is niet bereikbaar. Controleer je verbinding en probeer het opnieuw.',
+      startFailed: 'Sorry, de chat kon niet worden gestart. Probeer het opnieuw.',
+      sendFailed: 'Sorry, je bericht kon niet worden verstuurd. Probeer het opnieuw.',
+      escalateFailed: 'Sorry, we konden geen medewerker bereiken. Probeer het opnieuw.',
+      contactFailed: 'Sorry, je gegevens konden niet worden verstuurd. Probeer het opnieuw.',
+      endFailed: 'Sorry, de chat kon niet worden beëindigd. Probeer het opnieuw.',
+    },
+    // Worded for both Portugal and Brazil (no "você"/"tu", no equipa/equipe, contacto/contato).
+    pt: {
+      title: 'Precisa de ajuda?',
+      openChat: 'Abrir chat: {title}',
+      openChatUnread: { one: 'Abrir chat: {title} ({n} não lida)', other: 'Abrir chat: {title} ({n} não lidas)' },
+      closeChat: 'Fechar chat: {title}',
+      close: 'Fechar chat',
+      escalate: 'Falar com uma pessoa',
+      end: 'Encerrar chat',
+      conversation: 'Conversa',
+      typing: 'O assistente escreve uma resposta',
+      you: 'Eu:',
+      speaker: '{name}:',
+      assistant: 'Assistente',
+      message: 'Mensagem',
+      placeholder: 'Escreva a sua mensagem…',
+      send: 'Enviar',
+      contact: 'Os seus dados',
+      contactAsk: 'Uma pessoa vai dar seguimento a este pedido. Qual é o seu e-mail?',
+      email: 'E-mail (obrigatório)',
+      name: 'Nome (opcional)',
+      sendDetails: 'Enviar dados',
+      contactDone: 'Obrigado! Uma pessoa vai responder para {email}.',
+      change: 'Alterar',
+      escalated: 'Pedimos a uma pessoa que assuma esta conversa.',
+      ended: 'Este chat terminou.',
+      newChat: 'Iniciar novo chat',
+      invalidEmail: 'Indique um endereço de e-mail válido.',
+      tooMany: 'Mensagens em excesso. Tente novamente em {wait}.',
+      seconds: '{n} s',
+      minutes: '{n} min',
+      hours: '{n} h',
+      unreachable: 'O serviço de chat não está acessível. Verifique a rede e tente novamente.',
+      startFailed: 'Não foi possível iniciar o chat. Tente novamente.',
+      sendFailed: 'Não foi possível enviar a mensagem. Tente novamente.',
+      escalateFailed: 'Não foi possível chamar uma pessoa. Tente novamente.',
+      contactFailed: 'Não foi possível enviar os dados. Tente novamente.',
+      endFailed: 'Não foi possível encerrar o chat. Tente novamente.',
+    },
+    it: {
+      title: 'Chatta con noi',
+      openChat: 'Apri la chat: {title}',
+      openChatUnread: { one: 'Apri la chat: {title} ({n} non letto)', other: 'Apri la chat: {title} ({n} non letti)' },
+      closeChat: 'Chiudi la chat: {title}',
+      close: 'Chiudi la chat',
+      escalate: 'Parla con una persona',
+      end: 'Termina la chat',
+      conversation: 'Conversazione',
+      typing: 'L’assistente sta scrivendo',
+      you: 'Tu:',
+      speaker: '{name}:',
+      assistant: 'Assistente',
+      message: 'Il tuo messaggio',
+      placeholder: 'Scrivi un messaggio…',
+      send: 'Invia',
+      contact: 'Dati di contatto',
+      contactAsk: 'Una persona del nostro team ti ricontatterà. Dove possiamo raggiungerti?',
+      email: 'Email (obbligatoria)',
+      name: 'Nome (facoltativo)',
+      sendDetails: 'Invia i dati',
+      contactDone: 'Grazie! Una persona del nostro team ti scriverà a {email}.',
+      change: 'Modifica',
+      escalated: 'Abbiamo chiesto a una persona del nostro team di seguire questa conversazione.',
+      ended: 'Questa chat è terminata.',
+      newChat: 'Inizia una nuova chat',
+      invalidEmail: 'Inserisci un indirizzo email valido.',
+      tooMany: 'Troppi messaggi. Riprova tra {wait}.',
+      seconds: '{n} s',
+      minutes: '{n} min',
+      hours: '{n} h',
+      unreachable: 'Impossibile raggiungere il servizio di chat. Controlla la connessione e riprova.',
+      startFailed: 'Non è stato possibile avviare la chat. Riprova.',
+      sendFailed: 'Non è stato possibile inviare il messaggio. Riprova.',
+      escalateFailed: 'Non è stato possibile contattare una persona. Riprova.',
+      contactFailed: 'Non è stato possibile inviare i tuoi dati. Riprova.',
+      endFailed: 'Non è stato possibile terminare la chat. Riprova.',
+    },
+  };
+  /** The language asked for: data-lang, else the page's <html lang> (read once, at load). */
+  var ASKED = String(data.lang || document.documentElement.getAttribute('lang') || '').trim().toLowerCase().replace(/_/g, '-');
+  /** The built-in set used: the tag's own, else its language's (pt-br → pt), else English. */
+  var LANG = Object.prototype.hasOwnProperty.call(LABELS, ASKED) ? ASKED : Object.prototype.hasOwnProperty.call(LABELS, ASKED.split('-')[0]) ? ASKED.split('-')[0] : 'en';
+  /**
+   * The page's own wordings of single labels (data-labels, setLabels), checked: only known names, each a string
+   * (or an object of plural forms with at least `other`). Anything else is said in the console and left out.
+   */
+  function checkLabels(given, from) {
+    var out = {};
+    if (!given || typeof given !== 'object' || Array.isArray(given)) {
+      console.warn('Parley widget: ' + from + ' must be an object of labels, e.g. {"send": "Go"}');
+      return out;
+    }
+    Object.keys(given).forEach(function (k) {
+      var v = given[k];
+      if (!Object.prototype.hasOwnProperty.call(LABELS.en, k)) console.warn('Parley widget: ' + from + ': no label "' + k + '"');
+      else if (typeof v === 'string' || (v && typeof v === 'object' && typeof v.other === 'string')) out[k] = v;
+      else console.warn('Parley widget: ' + from + ': label "' + k + '" must be a string');
+    });
+    return out;
+  }
+  /** The page's wordings over the built-in set: data-labels, then data-title, then each setLabels() call. */
+  var overrides = {};
+  if (data.labels) {
+    try {
+      overrides = checkLabels(JSON.parse(data.labels), 'data-labels');
+    } catch {
+      console.warn('Parley widget: data-labels is not JSON; ignored');
+    }
+  }
+  if (data.title) overrides.title = data.title;
+  /**
+   * one, few, many, other… for n: by the page's own tag first (plural forms given in data-labels for a language
+   * without a built-in set), else by the set's language; 'other' without Intl.
+   */
+  function pluralForm(n) {
+    var tries = ASKED ? [[ASKED, LANG], [LANG]] : [[LANG]];
+    for (var i = 0; i < tries.length; i++) {
+      try {
+        return new window.Intl.PluralRules(tries[i]).select(n);
+      } catch {
+        /* a tag Intl refuses: the next try */
+      }
+    }
+    return 'other';
+  }
+  /** A label with its {names} filled in; a label of plural forms takes the form for vars.n. */
+  function t(key, vars) {
+    var v = Object.prototype.hasOwnProperty.call(overrides, key) ? overrides[key] : Object.prototype.hasOwnProperty.call(LABELS[LANG], key) ? LABELS[LANG][key] : LABELS.en[key];
+    if (v && typeof v === 'object') {
+      var form = pluralForm(vars && typeof vars.n === 'number' ? vars.n : 0);
+      v = typeof v[form] === 'string' ? v[form] : v.other;
+    }
+    return String(v).replace(/\{(\w+)\}/g, function (whole, name) {
+      return vars && vars[name] !== undefined && vars[name] !== null ? String(vars[name]) : whole;
+    });
+  }
 
   var CSS = [
     ':host{all:initial !important;display:block !important;position:static !important;visibility:visible !important;opacity:1 !important}',
@@ -152,35 +486,42 @@
     shadow.appendChild(el('style', { text: CSS }));
   }
 
-  var launcher = el('button', { type: 'button', class: 'launcher', 'aria-label': 'Open chat: ' + TITLE, 'aria-expanded': 'false', 'aria-controls': 'parley-panel' }, [
+  /** Elements showing a label, as text or in an attribute: [element, 'text' or the attribute, label name]. */
+  var bound = [];
+  function bind(e, where, key) {
+    bound.push([e, where, key]);
+    return e;
+  }
+
+  var launcher = el('button', { type: 'button', class: 'launcher', 'aria-expanded': 'false', 'aria-controls': 'parley-panel' }, [
     icon('M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z', 'chat'),
     icon('M7.4 8.6 12 13.2l4.6-4.6L18 10l-6 6-6-6z', 'shut'),
   ]);
-  var closeBtn = el('button', { type: 'button', class: 'close', 'aria-label': 'Close chat', text: '\u00d7' });
-  var escalateBtn = el('button', { type: 'button', class: 'escalate', text: 'Talk to a person' });
-  var endBtn = el('button', { type: 'button', class: 'end', text: 'End chat' });
-  var log = el('div', { class: 'log', role: 'log', 'aria-label': 'Conversation' });
+  var closeBtn = bind(el('button', { type: 'button', class: 'close', text: '\u00d7' }), 'aria-label', 'close');
+  var escalateBtn = bind(el('button', { type: 'button', class: 'escalate' }), 'text', 'escalate');
+  var endBtn = bind(el('button', { type: 'button', class: 'end' }), 'text', 'end');
+  var log = bind(el('div', { class: 'log', role: 'log' }), 'aria-label', 'conversation');
   var live = el('div', { class: 'sr', 'aria-live': 'polite', 'aria-atomic': 'true' });
-  var typing = el('div', { class: 'typing', hidden: true, 'aria-label': 'The assistant is typing', role: 'status' }, [el('span'), el('span'), el('span')]);
+  var typing = bind(el('div', { class: 'typing', hidden: true, role: 'status' }, [el('span'), el('span'), el('span')]), 'aria-label', 'typing');
   var errorBox = el('div', { class: 'error', role: 'alert', hidden: true });
   var contactEmail = el('input', { type: 'email', id: 'parley-contact-email', name: 'email', required: '', autocomplete: 'email', maxlength: '320' });
   var contactName = el('input', { type: 'text', id: 'parley-contact-name', name: 'name', autocomplete: 'name', maxlength: '200' });
-  var contactForm = el('form', { class: 'contact', hidden: true, 'aria-label': 'Contact details', novalidate: '' }, [
-    el('p', { text: 'A person from our team will follow up. Where can they reach you?' }),
-    el('label', { for: 'parley-contact-email', text: 'Email (required)' }),
+  var contactForm = bind(el('form', { class: 'contact', hidden: true, novalidate: '' }, [
+    bind(el('p'), 'text', 'contactAsk'),
+    bind(el('label', { for: 'parley-contact-email' }), 'text', 'email'),
     contactEmail,
-    el('label', { for: 'parley-contact-name', text: 'Name (optional)' }),
+    bind(el('label', { for: 'parley-contact-name' }), 'text', 'name'),
     contactName,
-    el('button', { type: 'submit', text: 'Send details' }),
-  ]);
+    bind(el('button', { type: 'submit' }), 'text', 'sendDetails'),
+  ]), 'aria-label', 'contact');
   var contactDoneText = el('span');
-  var contactChange = el('button', { type: 'button', text: 'Change' });
+  var contactChange = bind(el('button', { type: 'button' }), 'text', 'change');
   var contactDone = el('div', { class: 'contact-done', role: 'status', hidden: true }, [contactDoneText, contactChange]);
-  var input = el('textarea', { id: 'parley-input', rows: '1', maxlength: '4000', placeholder: 'Type your message…', autocomplete: 'off' });
-  var sendBtn = el('button', { type: 'submit', class: 'send', text: 'Send' });
-  var compose = el('form', { class: 'compose' }, [el('label', { for: 'parley-input', class: 'sr', text: 'Your message' }), input, sendBtn]);
-  var panel = el('section', { class: 'panel', id: 'parley-panel', role: 'dialog', 'aria-label': TITLE, hidden: true }, [
-    el('header', {}, [el('h2', { text: TITLE }), closeBtn]),
+  var input = bind(el('textarea', { id: 'parley-input', rows: '1', maxlength: '4000', autocomplete: 'off' }), 'placeholder', 'placeholder');
+  var sendBtn = bind(el('button', { type: 'submit', class: 'send' }), 'text', 'send');
+  var compose = el('form', { class: 'compose' }, [bind(el('label', { for: 'parley-input', class: 'sr' }), 'text', 'message'), input, sendBtn]);
+  var panel = bind(el('section', { class: 'panel', id: 'parley-panel', role: 'dialog', hidden: true }, [
+    el('header', {}, [bind(el('h2'), 'text', 'title'), closeBtn]),
     el('div', { class: 'actions' }, [escalateBtn, endBtn]),
     log,
     errorBox,
@@ -188,9 +529,10 @@
     contactDone,
     compose,
     live,
-  ]);
+  ]), 'aria-label', 'title');
   launcher.hidden = !LAUNCHER;
-  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare' }, [launcher, panel]);
+  // lang: a screen reader reads the labels in their language (the conversation's text is the service's).
+  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare', lang: LANG }, [launcher, panel]);
   if (data.color) root.style.setProperty('--accent', data.color);
   shadow.appendChild(root);
 
@@ -313,12 +655,15 @@
   function scrollDown() {
     log.scrollTop = log.scrollHeight;
   }
+  /** Said by a screen reader before a message: "You:" or "<persona>:". */
+  function whoOf(role) {
+    return (role === 'customer' ? t('you') : t('speaker', { name: (state.conversation && state.conversation.persona) || t('assistant') })) + ' ';
+  }
   function addMessage(m, pending) {
     var role = m.role === 'customer' ? 'customer' : m.role === 'assistant' ? 'assistant' : 'note';
     var node = el('div', { class: role === 'note' ? 'note' : 'msg ' + role + (pending ? ' pending' : '') });
     if (m.id) node.setAttribute('data-id', m.id);
-    var who = role === 'customer' ? 'You: ' : role === 'assistant' ? ((state.conversation && state.conversation.persona) || 'Assistant') + ': ' : '';
-    if (who) node.appendChild(el('span', { class: 'sr', text: who }));
+    if (role !== 'note') node.appendChild(el('span', { class: 'sr who', 'data-role': role, text: whoOf(role) }));
     node.appendChild(el('span', { class: 'text', text: m.content }));
     log.insertBefore(node, typing.parentNode === log ? typing : null);
     if (role === 'assistant') live.textContent = m.content;
@@ -335,15 +680,16 @@
     errorBox.textContent = text || '';
     errorBox.hidden = !text;
   }
-  function problem(r, doing) {
+  /** What to say of a failed request; `failed` names the action's own message (startFailed, sendFailed…). */
+  function problem(r, failed) {
     if (r.status === 429) {
       // Retry-After is seconds: up to a day when the account's daily limit is used up.
       var s = r.retryAfter || 60;
-      var wait = s < 120 ? s + ' s' : s < 7200 ? Math.ceil(s / 60) + ' min' : Math.ceil(s / 3600) + ' h';
-      return 'Too many messages. Please try again in ' + wait + '.';
+      var wait = s < 120 ? t('seconds', { n: s }) : s < 7200 ? t('minutes', { n: Math.ceil(s / 60) }) : t('hours', { n: Math.ceil(s / 3600) });
+      return t('tooMany', { wait: wait });
     }
-    if (r.status === 0) return 'Could not reach the chat service. Check your connection and try again.';
-    return 'Sorry, ' + doing + ' did not work. Please try again.';
+    if (r.status === 0) return t('unreachable');
+    return t(failed);
   }
 
   function ended() {
@@ -364,7 +710,7 @@
     var known = c && c.customerEmail;
     contactForm.hidden = !wantsContact || (!!known && !state.contactEditing);
     contactDone.hidden = !wantsContact || !known || state.contactEditing;
-    if (known) contactDoneText.textContent = 'Thanks! A person from our team will reach you at ' + c.customerEmail + '.';
+    if (known) contactDoneText.textContent = t('contactDone', { email: c.customerEmail });
     // The form or a notice taking its place shrinks the transcript: keep its last message in view.
     scrollDown();
   }
@@ -383,6 +729,24 @@
   function arrived(m) {
     if (!m || m.role !== 'assistant') return;
     emit('message', { id: m.id, content: m.content, conversationId: state.conversation && state.conversation.id });
+  }
+
+  /** The launcher's name says what it does: open or close the chat. */
+  function updateLauncher() {
+    launcher.setAttribute('aria-label', t(isOpen() ? 'closeChat' : 'openChat', { title: t('title') }));
+  }
+  /** Puts the labels in use on every element showing one (at start, and after setLabels). */
+  function applyLabels() {
+    bound.forEach(function (b) {
+      var text = t(b[2], { title: t('title') });
+      if (b[1] === 'text') b[0].textContent = text;
+      else b[0].setAttribute(b[1], text);
+    });
+    Array.prototype.forEach.call(log.querySelectorAll('.who'), function (w) {
+      w.textContent = whoOf(w.getAttribute('data-role'));
+    });
+    updateLauncher();
+    refresh();
   }
 
   function render(conversation, messages) {
@@ -440,7 +804,7 @@
         });
       })
       .catch(function (r) {
-        showError(problem(r, 'starting the chat'));
+        showError(problem(r, 'startFailed'));
         return false;
       })
       .then(function (ok) {
@@ -468,9 +832,9 @@
     // Forget it only if it is still the stored one: another tab of the site may have started a new one meanwhile.
     if (state.conversation && readStore().conversationId === state.conversation.id) writeStore({ conversationId: null });
     if (state.conversation) state.conversation.endedAt = state.conversation.endedAt || new Date().toISOString();
-    addNote('This chat has ended.');
+    addNote(t('ended'));
     if (state.conversation) emit('ended', { conversationId: state.conversation.id });
-    var again = el('button', { type: 'button', class: 'newchat', text: 'Start a new chat' });
+    var again = el('button', { type: 'button', class: 'newchat', text: t('newChat') });
     again.addEventListener('click', function () {
       state.conversation = null;
       log.textContent = '';
@@ -553,7 +917,7 @@
             });
           });
         }
-        if (r.status !== -1) showError(problem(r, 'sending your message'));
+        if (r.status !== -1) showError(problem(r, 'sendFailed'));
         refresh();
       });
   }
@@ -564,9 +928,9 @@
     escalateBtn.disabled = true;
     call('POST', '/chat/conversations/' + encodeURIComponent(c.id) + '/escalate', {}).then(function (r) {
       escalateBtn.disabled = false;
-      if (!r.ok) return showError(problem(r, 'reaching a person'));
+      if (!r.ok) return showError(problem(r, 'escalateFailed'));
       showError('');
-      addNote("We've asked a person from our team to take over this conversation.");
+      addNote(t('escalated'));
       setConversation(r.data.conversation);
       refresh();
       if (!contactForm.hidden) contactEmail.focus();
@@ -578,7 +942,7 @@
     var email = contactEmail.value.trim();
     var name = contactName.value.trim();
     if (!email || (contactEmail.checkValidity && !contactEmail.checkValidity())) {
-      showError('Please enter a valid email address.');
+      showError(t('invalidEmail'));
       contactEmail.focus();
       return;
     }
@@ -590,7 +954,7 @@
       button.disabled = false;
       if (!r.ok) {
         var bad = r.status === 400 && r.error && /body\.email/.test(r.error.message || '');
-        return showError(bad ? 'Please enter a valid email address.' : problem(r, 'sending your details'));
+        return showError(bad ? t('invalidEmail') : problem(r, 'contactFailed'));
       }
       showError('');
       state.contactEditing = false;
@@ -613,7 +977,7 @@
       endBtn.disabled = false;
       // 404 (and 400 for a stored id the service cannot read, as on restore): there is nothing left to end.
       if (!r.ok && r.status !== 404 && !(r.status === 400 && !c)) {
-        showError(problem(r, 'ending the chat'));
+        showError(problem(r, 'endFailed'));
         return false;
       }
       showError('');
@@ -640,7 +1004,7 @@
     panel.hidden = false;
     root.classList.add('open');
     launcher.setAttribute('aria-expanded', 'true');
-    launcher.setAttribute('aria-label', 'Close chat: ' + TITLE);
+    updateLauncher();
     writeStore({ open: true });
     input.focus();
     scrollDown();
@@ -656,7 +1020,7 @@
     panel.hidden = true;
     root.classList.remove('open');
     launcher.setAttribute('aria-expanded', 'false');
-    launcher.setAttribute('aria-label', 'Open chat: ' + TITLE);
+    updateLauncher();
     writeStore({ open: null });
     if (hadFocus && back) back.focus();
     emit('close');
@@ -781,6 +1145,12 @@
       });
     },
     identify: identify,
+    /** Rewords single labels from now on ({name: text}); what the transcript already shows keeps its wording. */
+    setLabels: function (given) {
+      var checked = checkLabels(given, 'setLabels()');
+      for (var k in checked) overrides[k] = checked[k];
+      applyLabels();
+    },
     on: on,
     off: off,
   };
@@ -794,8 +1164,8 @@
   });
 
   function mount() {
+    applyLabels();
     document.body.appendChild(host);
-    refresh();
     // The stub's queue: calls the page made before this script ran, in their order.
     var stub = window.Parley;
     var queue = stub && stub.q;
