@@ -49,6 +49,7 @@ interface ParleyApi {
   setLabels(labels: unknown): void;
   on(name: string, fn: (detail: any) => void): () => void;
   off(name: string, fn?: (detail: any) => void): void;
+  unreadCount(): number;
 }
 
 /** The snippet's stub, as docs/widget.md gives it: calls made before widget.js runs wait in Parley.q. */
@@ -968,6 +969,72 @@ for (const dialect of DIALECTS) {
         assert.equal(day.w.error(), `Te veel berichten. Probeer het over ${Math.ceil(day.wait / 3600)} uur opnieuw.`);
       } finally {
         day.w.close();
+      }
+    });
+
+    test('unread badge: replies that arrive after the panel was closed are counted on the launcher and in its name; opening clears them; the next page keeps them', async () => {
+      const escape = (w: WidgetPage) => w.$('textarea')!.dispatchEvent(new w.window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, composed: true }));
+      const w = await openSite();
+      let storage: Record<string, string>;
+      try {
+        await openChat(w);
+        const counts: number[] = [];
+        parleyOf(w).on('unread', (e) => counts.push(e.count));
+        const launcher = w.$('.launcher')!;
+        const badge = w.$('.badge')!;
+        assert.equal(badge.hidden, true);
+        assert.equal(badge.getAttribute('aria-hidden'), 'true', 'the launcher’s name says it');
+
+        // Sent, then closed at once: the reply comes to a closed panel.
+        type(w, 'How long do refunds take?');
+        escape(w);
+        assert.equal(parleyOf(w).isOpen(), false);
+        await until(() => !badge.hidden, 'the badge');
+        assert.equal(badge.textContent, '1');
+        assert.equal(launcher.getAttribute('aria-label'), 'Open chat: Chat with us (1 unread)');
+        assert.equal(parleyOf(w).unreadCount(), 1);
+        const live = w.$('[aria-live=polite]')!;
+        assert.match(live.textContent!, /5 business days/);
+        assert.equal(live.closest('[hidden]'), null, 'announced though the panel is closed (not inside it)');
+        type(w, 'hello');
+        await until(() => badge.textContent === '2', 'the second');
+        assert.equal(launcher.getAttribute('aria-label'), 'Open chat: Chat with us (2 unread)');
+        assert.deepEqual(counts, [1, 2]);
+        storage = w.storage();
+
+        click(launcher, 'launcher');
+        assert.equal(badge.hidden, true, 'opening clears it');
+        assert.equal(launcher.getAttribute('aria-label'), 'Close chat: Chat with us');
+        assert.equal(parleyOf(w).unreadCount(), 0);
+        assert.deepEqual(counts, [1, 2, 0]);
+        escape(w);
+        assert.equal(launcher.getAttribute('aria-label'), 'Open chat: Chat with us');
+        assert.equal(badge.hidden, true);
+        // A reply while the panel is open is not unread.
+        click(launcher, 'launcher');
+        type(w, 'thanks');
+        await until(() => w.transcript().length === 7, 'the reply');
+        escape(w);
+        assert.equal(badge.hidden, true);
+      } finally {
+        w.close();
+      }
+
+      // The next page of the site (in French: the count's plural form), and a count over nine.
+      const again = await openSite({ storage, attrs: { 'data-lang': 'fr' } });
+      try {
+        assert.equal(again.$('.badge')!.textContent, '2');
+        assert.equal(again.$('.launcher')!.getAttribute('aria-label'), 'Ouvrir le chat\u00a0: Discutez avec nous (2\u00a0non lus)');
+        assert.equal(again.requests.length, 0, 'nothing asked for it');
+      } finally {
+        again.close();
+      }
+      const many = await openSite({ storage: { [`parley.widget.${pk}`]: JSON.stringify({ unread: 12 }) }, attrs: { 'data-lang': 'de' } });
+      try {
+        assert.equal(many.$('.badge')!.textContent, '9+');
+        assert.equal(many.$('.launcher')!.getAttribute('aria-label'), 'Chat öffnen: Chatten Sie mit uns (12 ungelesen)');
+      } finally {
+        many.close();
       }
     });
 

@@ -381,6 +381,8 @@
     '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:56px;height:56px;border-radius:50%;border:0;cursor:pointer;',
     'background:var(--accent);color:#fff;box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;padding:0}',
     '.launcher svg{width:28px;height:28px;fill:currentColor}',
+    '.badge{position:absolute;top:-4px;right:-4px;min-width:20px;height:20px;padding:0 6px;border-radius:10px;background:#dc2626;color:#fff;',
+    'font-size:12px;font-weight:700;line-height:20px;text-align:center;box-shadow:0 0 0 2px #fff}',
     '.launcher .shut{display:none}.root.open .launcher .chat{display:none}.root.open .launcher .shut{display:block}',
     '.launcher:focus-visible,button:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
     'textarea:focus,input:focus{outline:2px solid var(--accent);outline-offset:-1px;border-color:transparent}',
@@ -493,9 +495,12 @@
     return e;
   }
 
+  /** The count of assistant messages that came while the panel was closed; the launcher's name says it too. */
+  var badge = el('span', { class: 'badge', 'aria-hidden': 'true', hidden: true });
   var launcher = el('button', { type: 'button', class: 'launcher', 'aria-expanded': 'false', 'aria-controls': 'parley-panel' }, [
     icon('M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z', 'chat'),
     icon('M7.4 8.6 12 13.2l4.6-4.6L18 10l-6 6-6-6z', 'shut'),
+    badge,
   ]);
   var closeBtn = bind(el('button', { type: 'button', class: 'close', text: '\u00d7' }), 'aria-label', 'close');
   var escalateBtn = bind(el('button', { type: 'button', class: 'escalate' }), 'text', 'escalate');
@@ -528,11 +533,11 @@
     contactForm,
     contactDone,
     compose,
-    live,
   ]), 'aria-label', 'title');
   launcher.hidden = !LAUNCHER;
   // lang: a screen reader reads the labels in their language (the conversation's text is the service's).
-  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare', lang: LANG }, [launcher, panel]);
+  // The live region is outside the panel: a reply that comes after the customer closed it is still announced.
+  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare', lang: LANG }, [launcher, panel, live]);
   if (data.color) root.style.setProperty('--accent', data.color);
   shadow.appendChild(root);
 
@@ -550,10 +555,12 @@
     contactEditing: false,
     /** Where focus goes back to when the panel closes: the launcher, or what had focus before the page opened it. */
     returnFocus: null,
+    /** Assistant messages that arrived while the panel was closed (kept in storage: the next page shows them too). */
+    unread: 0,
   };
 
   // ---- events for the page (window.Parley.on) ---------------------------------------------------------------------
-  var EVENTS = ['ready', 'open', 'close', 'message', 'escalated', 'ended'];
+  var EVENTS = ['ready', 'open', 'close', 'message', 'escalated', 'ended', 'unread'];
   var handlers = {};
   var isReady = false;
   /** Calls the page's handlers of `name`; one that throws is reported in the console and the others still run. */
@@ -729,11 +736,25 @@
   function arrived(m) {
     if (!m || m.role !== 'assistant') return;
     emit('message', { id: m.id, content: m.content, conversationId: state.conversation && state.conversation.id });
+    if (!isOpen()) setUnread(state.unread + 1);
+  }
+  function setUnread(n) {
+    if (n === state.unread) return;
+    state.unread = n;
+    writeStore({ unread: n || null });
+    showUnread();
+    emit('unread', { count: n });
+  }
+  function showUnread() {
+    badge.textContent = state.unread > 9 ? '9+' : String(state.unread);
+    badge.hidden = !state.unread;
+    updateLauncher();
   }
 
   /** The launcher's name says what it does: open or close the chat. */
   function updateLauncher() {
-    launcher.setAttribute('aria-label', t(isOpen() ? 'closeChat' : 'openChat', { title: t('title') }));
+    var name = isOpen() ? 'closeChat' : state.unread ? 'openChatUnread' : 'openChat';
+    launcher.setAttribute('aria-label', t(name, { title: t('title'), n: state.unread }));
   }
   /** Puts the labels in use on every element showing one (at start, and after setLabels). */
   function applyLabels() {
@@ -1008,6 +1029,7 @@
     writeStore({ open: true });
     input.focus();
     scrollDown();
+    setUnread(0);
     ensureConversation();
     emit('open');
   }
@@ -1138,6 +1160,9 @@
       else open();
     },
     isOpen: isOpen,
+    unreadCount: function () {
+      return state.unread;
+    },
     /** Waits for a start or restore under way, so the conversation it brings is the one ended. */
     endChat: function () {
       return (state.loading || Promise.resolve()).then(function () {
@@ -1164,6 +1189,9 @@
   });
 
   function mount() {
+    var stored = readStore().unread;
+    state.unread = typeof stored === 'number' && stored > 0 ? Math.floor(stored) : 0;
+    showUnread();
     applyLabels();
     document.body.appendChild(host);
     // The stub's queue: calls the page made before this script ran, in their order.
