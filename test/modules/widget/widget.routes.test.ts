@@ -538,9 +538,12 @@ for (const dialect of DIALECTS) {
         try {
           await openChat(w);
           const id = storedId(w)!;
+          const ended: unknown[] = [];
+          parleyOf(w).on('ended', (e) => ended.push(e));
           assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/end`, { key: pk })).status, 200);
           type(w, 'still there?');
           await until(() => w.shadow.querySelector('.newchat'), 'the ended notice');
+          assert.deepEqual(plain(ended), [{ conversationId: id }], 'the page hears of it');
           assert.equal(w.requests.at(-1)!.status, 400);
           assert.ok([...w.shadow.querySelectorAll('.note')].some((n) => n.textContent === 'This chat has ended.'));
           assert.equal(w.error(), '');

@@ -361,7 +361,7 @@
     }
     return 'other';
   }
-  /** A label with its {names} filled in; a label of plural forms takes the form for vars.n. */
+  /** A label with its {names} filled in ({title} in any label); a label of plural forms takes the form for vars.n. */
   function t(key, vars) {
     var v = Object.prototype.hasOwnProperty.call(overrides, key) ? overrides[key] : Object.prototype.hasOwnProperty.call(LABELS[LANG], key) ? LABELS[LANG][key] : LABELS.en[key];
     if (v && typeof v === 'object') {
@@ -369,7 +369,8 @@
       v = typeof v[form] === 'string' ? v[form] : v.other;
     }
     return String(v).replace(/\{(\w+)\}/g, function (whole, name) {
-      return vars && vars[name] !== undefined && vars[name] !== null ? String(vars[name]) : whole;
+      if (vars && vars[name] !== undefined && vars[name] !== null) return String(vars[name]);
+      return name === 'title' && key !== 'title' ? t('title') : whole;
     });
   }
 
@@ -754,12 +755,12 @@
   /** The launcher's name says what it does: open or close the chat. */
   function updateLauncher() {
     var name = isOpen() ? 'closeChat' : state.unread ? 'openChatUnread' : 'openChat';
-    launcher.setAttribute('aria-label', t(name, { title: t('title'), n: state.unread }));
+    launcher.setAttribute('aria-label', t(name, { n: state.unread }));
   }
   /** Puts the labels in use on every element showing one (at start, and after setLabels). */
   function applyLabels() {
     bound.forEach(function (b) {
-      var text = t(b[2], { title: t('title') });
+      var text = t(b[2]);
       if (b[1] === 'text') b[0].textContent = text;
       else b[0].setAttribute(b[1], text);
     });
