@@ -633,9 +633,12 @@
                 data: json && json.data,
                 error: (json && json.error) || null,
                 retryAfter: isNaN(retryAfter) ? null : retryAfter,
+                // Why an Idempotency-Key refused the request (in-progress, key-reused, answer-lost); the message's
+                // wording is the fallback for a service from before the header.
+                idempotency: res.headers.get('Idempotency-Status'),
               };
               // The first request with this key is still running on the service (it got the message): wait, then ask again.
-              var inProgress = res.status === 429 && out.error && /still being processed/.test(out.error.message || '');
+              var inProgress = res.status === 429 && (out.idempotency === 'in-progress' || (out.error && /still being processed/.test(out.error.message || '')));
               var wait = out.retryAfter || 1;
               if ((inProgress || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1 && wait <= MAX_RETRY_WAIT_S) {
                 return retry(wait * 1000);
@@ -922,7 +925,7 @@
           conversationEnded();
           return;
         }
-        if (r.status === 400 && /was carried out/.test(err.message || '')) {
+        if (r.status === 400 && (r.idempotency === 'answer-lost' || /was carried out/.test(err.message || ''))) {
           // The service took the message but its answer was lost: show the transcript as it is.
           state.pending = null;
           input.value = '';
