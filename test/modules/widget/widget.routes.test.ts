@@ -664,6 +664,25 @@ for (const dialect of DIALECTS) {
       return { w, wait: Number(res.headers.get('retry-after')) };
     }
 
+    test('a customer attribute the service refuses is left out (and said in the console): the customer can still chat', async () => {
+      const w = await openSite({ attrs: { 'data-customer-id': 'cus_bad_email', 'data-customer-email': 'not an email', 'data-customer-label': 'x'.repeat(300) } });
+      try {
+        click(w.$('.launcher'), 'launcher');
+        await until(() => storedId(w), 'a conversation started');
+        const c = await conversationOf(storedId(w)!);
+        assert.equal(c.customerId, 'cus_bad_email', 'what the service takes is kept');
+        assert.equal(c.customerEmail, null);
+        assert.notEqual(c.customerLabel, 'x'.repeat(300));
+        assert.equal(w.error(), '');
+        const warned = consoleWarnings(w).filter((e) => /the service refused customer(Email|Label)/.test(e));
+        assert.equal(warned.length, 2, JSON.stringify(consoleWarnings(w)));
+        const starts = w.requests.filter((r) => r.method === 'POST' && /\/chat\/conversations$/.test(r.url));
+        assert.deepEqual(starts.map((r) => r.status), [400, 400, 201]);
+      } finally {
+        w.close();
+      }
+    });
+
     test('a 429 says how long to wait (Retry-After) and keeps the text', async () => {
       const { w, wait } = await refusedSend({ minute: 3 });
       try {

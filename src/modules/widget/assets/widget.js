@@ -795,6 +795,23 @@
     return b;
   }
 
+  /**
+   * Starts a conversation. A customer attribute the service refuses (an email it does not take, a label too long) is
+   * the page's mistake, not the customer's: said in the console and left out, so the customer can still chat.
+   */
+  function start(body) {
+    return call('POST', '/chat/conversations', body).then(function (r) {
+      var bad = !r.ok && r.status === 400 && r.error && /^body\.(customerId|customerLabel|customerEmail)\b/.exec(r.error.message || '');
+      if (!bad || !Object.prototype.hasOwnProperty.call(body, bad[1])) return r;
+      console.warn('Parley widget: the service refused ' + bad[1] + ' (' + r.error.message + '); the chat starts without it');
+      var rest = {};
+      Object.keys(body).forEach(function (k) {
+        if (k !== bad[1]) rest[k] = body[k];
+      });
+      return start(rest);
+    });
+  }
+
   /** The stored conversation, read again; a new one when there is none, or it ended, or the service lost it. */
   function ensureConversation() {
     if (state.conversation && !ended()) return Promise.resolve(true);
@@ -819,7 +836,7 @@
     state.loading = restore
       .then(function (restored) {
         if (restored) return true;
-        return call('POST', '/chat/conversations', startBody()).then(function (r) {
+        return start(startBody()).then(function (r) {
           if (!r.ok) throw r;
           writeStore({ conversationId: r.data.conversation.id });
           state.contactEditing = false;
