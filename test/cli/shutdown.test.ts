@@ -36,14 +36,17 @@ for (const dialect of DIALECTS) {
           // The messages' first read of the conversation waits behind this lock.
           await locker.query('BEGIN');
           await locker.query('LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE');
+          const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
           const message = (signal?: AbortSignal) =>
             fetch(`${s.url}/v1/chat/conversations/${id}/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ content: 'how do I track my order?' }), signal });
           const hangingUp = new AbortController();
           const abandoned = message(hangingUp.signal).catch(() => 'aborted');
           // Kept alive: after its answer the connection would wait for a next request.
           const waited = message();
+          // Only the connections this lock holds up: other test files share the PostgreSQL server and may wait on
+          // locks of their own meanwhile.
           const waiting = async () =>
-            (await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`)).rows[0].n as number;
+            (await watcher.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0].n as number;
           const deadline = Date.now() + 10_000;
           while ((await waiting()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
           assert.equal(await waiting(), 2, 'both messages wait on the lock');
