@@ -63,6 +63,12 @@ const HEADER_DOCS = {
     description: 'Present (`true`) when this answer is the kept answer of an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
   },
+  'Idempotency-Status': {
+    description:
+      'Present when the Idempotency-Key refused the request: `in-progress` (429: the first request with the key still runs; retry after Retry-After), ' +
+      '`key-reused` (400: the key belongs to another request), `answer-lost` (400: it was carried out but its answer was lost; check the outcome, do not send it again).',
+    schema: { type: 'string', enum: ['in-progress', 'key-reused', 'answer-lost'] },
+  },
 } as const;
 
 /** Every POST takes an Idempotency-Key (src/http/idempotency.ts). */
@@ -132,8 +138,8 @@ function deliveryOperations() {
  * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's
  * serializer would see them), so they are added to the document here: X-Request-Id on every response; the
  * rate-limit headers on every response of an authenticated request (a 401 was not counted); Retry-After on
- * 429 (CONTRACT §3); on POST, the Idempotency-Key request header and Idempotent-Replayed on answers that can be
- * replayed.
+ * 429 (CONTRACT §3); on POST, the Idempotency-Key request header, Idempotent-Replayed on answers that can be
+ * replayed and Idempotency-Status on the 400 and 429 a key can cause.
  */
 function documentHeaders<T>(doc: T): T {
   const d = doc as {
@@ -156,6 +162,7 @@ function documentHeaders<T>(doc: T): T {
             : { 'X-RateLimit-Limit': ref('X-RateLimit-Limit'), 'X-RateLimit-Remaining': ref('X-RateLimit-Remaining'), 'X-RateLimit-Reset': ref('X-RateLimit-Reset') }),
           ...(status === '429' ? { 'Retry-After': ref('Retry-After') } : {}),
           ...(method === 'post' && status !== '401' && status !== '429' && !status.startsWith('5') ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
+          ...(method === 'post' && (status === '400' || status === '429') ? { 'Idempotency-Status': ref('Idempotency-Status') } : {}),
           ...response.headers,
         };
       }

@@ -155,7 +155,9 @@ describe('OpenAPI document', () => {
       const replay = method === 'post' ? ['Idempotent-Replayed'] : []; // test/http/idempotency.test.ts
       assert.deepEqual(names(responses[success].headers), [...replay, ...limits].sort(), `${method} ${path} ${success}`);
       assert.deepEqual(names(responses['401'].headers), ['X-Request-Id'], `${method} ${path} 401 (not counted)`);
-      assert.deepEqual(names(responses['429'].headers), ['Retry-After', ...limits].sort(), `${method} ${path} 429`);
+      const keyState = method === 'post' ? ['Idempotency-Status'] : [];
+      assert.deepEqual(names(responses['429'].headers), ['Retry-After', ...keyState, ...limits].sort(), `${method} ${path} 429`);
+      if (responses['400']) assert.deepEqual(names(responses['400'].headers), [...keyState, ...replay, ...limits].sort(), `${method} ${path} 400`);
     }
     // What the document promises is what a response carries.
     const { key } = await t.account();
