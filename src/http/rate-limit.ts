@@ -89,6 +89,8 @@ export function createRateLimiter(opts: {
   // A new connection answers: no need to wait for the pause to end.
   redis?.on('ready', answered);
   const limiters = new Map<string, RateLimiterAbstract>();
+  /** Requests refused (429), by budget and window, since start (the metrics endpoint reads them). */
+  const refusals = { account: { minute: 0, day: 0 }, public: { minute: 0, day: 0 } };
   const prefix = opts.keyPrefix ?? 'parley:rl';
 
   const limiterFor = (window: keyof typeof WINDOWS, points: number) => {
@@ -139,6 +141,7 @@ export function createRateLimiter(opts: {
    * `name` and `note` word the 429.
    */
   interface Budget {
+    kind: 'account' | 'public';
     key: string;
     limits: { minute: number; day: number };
     name: string;
@@ -160,11 +163,13 @@ export function createRateLimiter(opts: {
       'x-ratelimit-remaining': String(Math.max(0, minute.remaining)),
       'x-ratelimit-reset': String(Math.ceil((now + minute.msBeforeNext) / 1000)),
     };
-    const refuse = (window: 'minute' | 'day', msBeforeNext: number) =>
-      new ApiError('RATE_LIMITED', `${budget.name} of ${budget.limits[window]} requests per ${window} exceeded${budget.note}`, {
+    const refuse = (window: 'minute' | 'day', msBeforeNext: number) => {
+      refusals[budget.kind][window]++;
+      return new ApiError('RATE_LIMITED', `${budget.name} of ${budget.limits[window]} requests per ${window} exceeded${budget.note}`, {
         ...headers,
         'retry-after': String(Math.max(1, Math.ceil(msBeforeNext / 1000))),
       });
+    };
     if (minute.limited) {
       // A refusal by the minute window is not counted in the day's. When the day is used up too, waiting for the
       // minute to reset would only earn another 429: Retry-After points at the day's reset instead.
@@ -241,9 +246,10 @@ export function createRateLimiter(opts: {
   }
 
   const share = opts.publicSharePercent ?? 100;
-  const accountBudget = (auth: AuthContext): Budget => ({ key: auth.accountId, limits: auth.limits, name: 'rate limit', note: '' });
+  const accountBudget = (auth: AuthContext): Budget => ({ kind: 'account', key: auth.accountId, limits: auth.limits, name: 'rate limit', note: '' });
   /** Public keys' own windows: the share of the account's, at least one request each. */
   const publicBudget = (auth: AuthContext): Budget => ({
+    kind: 'public',
     key: `public:${auth.accountId}`,
     limits: { minute: Math.max(1, Math.floor((auth.limits.minute * share) / 100)), day: Math.max(1, Math.floor((auth.limits.day * share) / 100)) },
     name: 'public-key rate limit',
@@ -286,6 +292,14 @@ export function createRateLimiter(opts: {
       // their own, and those it refuses never reach the account's windows, so the owner's server keys keep the rest.
       const pub = consumeBudget(publicBudget(auth));
       return pub instanceof Promise ? pub.then((o) => thenAccount(auth, o)) : thenAccount(auth, pub);
+    },
+    /** Requests refused since start, by budget (the account's, its public keys' share) and window. */
+    refusals: refusals as Readonly<Record<'account' | 'public', Readonly<Record<'minute' | 'day', number>>>>,
+    /** Whether REDIS_URL is set. */
+    shared: redis !== null,
+    /** With Redis: whether this node is counting on its own because Redis failed (until it answers again). */
+    get fallingBack() {
+      return fallingBack;
     },
     /** Resolves once Redis is connected (at once without Redis); until then this node's counters answer. */
     ready(): Promise<void> {

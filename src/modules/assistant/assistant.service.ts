@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../../lib/clock.js';
 import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { rejectBlank } from '../../http/errors.js';
-import { answerWithFallback, OpenAiCompatibleProvider, PausingProvider, type AnswerProvider } from './llm.js';
+import { answerWithFallback, OpenAiCompatibleProvider, PausingProvider, PROVIDER_FAILURES, ProviderError, type AnswerProvider, type ProviderFailure } from './llm.js';
 import type { AssistantAnswer, ChatTurn } from './answerer.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
@@ -70,6 +70,9 @@ export function createAssistantService(
           clock,
         )
       : undefined);
+
+  /** Replies the LLM failed to give, by reason, since start (the metrics endpoint reads them). */
+  const providerFailures = Object.fromEntries(PROVIDER_FAILURES.map((r) => [r, 0])) as Record<ProviderFailure, number>;
 
   // A provider that is down fails every reply: one warning per reason per interval, not one per customer message.
   const warned = new Map<string, { at: number; notLogged: number }>();
@@ -146,16 +149,36 @@ export function createAssistantService(
       return s.greeting.replaceAll('{name}', () => s.name);
     },
 
-    /** `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). */
-    async reply(accountId: string, question: string, history: ChatTurn[], persona: AssistantSettings, knowledgeVersion?: number): Promise<AssistantAnswer> {
+    /**
+     * `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). The answer's
+     * `provider` says whether the LLM wrote it or the built-in answerer did.
+     */
+    async reply(
+      accountId: string,
+      question: string,
+      history: ChatTurn[],
+      persona: AssistantSettings,
+      knowledgeVersion?: number,
+    ): Promise<AssistantAnswer & { provider: 'llm' | 'default' }> {
       const index = await indexFor(accountId, knowledgeVersion);
       return answerWithFallback(index, provider, question, {
         persona: { name: persona.name, tone: persona.tone },
         history,
         onFallback: (reason, err) => {
-          if (err) warnProviderFailure(reason, err, accountId);
+          if (!err) return;
+          providerFailures[err instanceof ProviderError ? err.reason : 'other']++;
+          warnProviderFailure(reason, err, accountId);
         },
       });
+    },
+
+    /** Whether an LLM is configured, how often it failed since start, and whether it is being left alone for now. */
+    llm: {
+      configured: provider !== undefined,
+      failures: providerFailures as Readonly<Record<ProviderFailure, number>>,
+      get paused() {
+        return provider instanceof PausingProvider && provider.paused;
+      },
     },
 
     /** Pass the caller's transaction: on SQLite a query outside it would wait for it forever. */

@@ -37,8 +37,16 @@ export interface OpenAiCompatibleOptions {
   maxTokens?: number;
 }
 
+/** Why a provider failed, in a few words fit for a metric label (the message has the details). */
+export type ProviderFailure = 'timeout' | 'connection' | 'http_status' | 'bad_reply' | 'paused' | 'other';
+export const PROVIDER_FAILURES: readonly ProviderFailure[] = ['timeout', 'connection', 'http_status', 'bad_reply', 'paused', 'other'];
+
 export class ProviderError extends Error {
-  constructor(message: string, cause?: unknown) {
+  constructor(
+    message: string,
+    cause?: unknown,
+    readonly reason: ProviderFailure = 'other',
+  ) {
     super(message, { cause });
     this.name = 'ProviderError';
   }
@@ -144,27 +152,28 @@ export class OpenAiCompatibleProvider implements AnswerProvider {
         signal: combined,
       });
     } catch (err) {
-      throw new ProviderError(timeout.aborted ? 'provider timeout' : 'provider request failed', err);
+      throw timeout.aborted ? new ProviderError('provider timeout', err, 'timeout') : new ProviderError('provider request failed', err, 'connection');
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       // Read off (up to undici's small limit, then closed) without an error event nobody listens to.
       await res.body.dump().catch(() => undefined);
-      throw new ProviderError(`provider HTTP ${res.statusCode}`);
+      throw new ProviderError(`provider HTTP ${res.statusCode}`, undefined, 'http_status');
     }
     let text: string;
     try {
       text = await readCapped(res.body, MAX_REPLY_BYTES);
     } catch (err) {
-      throw err instanceof ProviderError ? err : new ProviderError(timeout.aborted ? 'provider timeout' : 'provider body read failed', err);
+      if (err instanceof ProviderError) throw err;
+      throw timeout.aborted ? new ProviderError('provider timeout', err, 'timeout') : new ProviderError('provider body read failed', err, 'connection');
     }
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw new ProviderError('provider returned invalid JSON', err);
+      throw new ProviderError('provider returned invalid JSON', err, 'bad_reply');
     }
     const content = (json as { choices?: { message?: { content?: unknown } }[] })?.choices?.[0]?.message?.content;
-    if (typeof content !== 'string' || !content.trim()) throw new ProviderError('provider returned no content');
+    if (typeof content !== 'string' || !content.trim()) throw new ProviderError('provider returned no content', undefined, 'bad_reply');
     return parseCitations(content, input.passages.map((p) => p.sourceId));
   }
 }
@@ -186,8 +195,13 @@ export class PausingProvider implements AnswerProvider {
     private readonly clock: Clock,
   ) {}
 
+  /** Whether calls are being skipped after repeated failures. */
+  get paused(): boolean {
+    return this.clock.now() < this.pausedUntil;
+  }
+
   async answer(input: AnswerProviderInput, signal?: AbortSignal): Promise<ProviderReply> {
-    if (this.clock.now() < this.pausedUntil) throw new ProviderError('provider paused after repeated failures');
+    if (this.paused) throw new ProviderError('provider paused after repeated failures', undefined, 'paused');
     try {
       const out = await this.inner.answer(input, signal);
       this.failures = 0;
@@ -210,7 +224,7 @@ async function readCapped(body: AsyncIterable<Buffer>, limit: number): Promise<s
   // Leaving the loop by a throw closes the stream (the iterator's return()), so the rest is never read.
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > limit) throw new ProviderError(`provider reply over ${limit} bytes`);
+    if (size > limit) throw new ProviderError(`provider reply over ${limit} bytes`, undefined, 'bad_reply');
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size).toString('utf8');
@@ -269,9 +283,9 @@ export async function answerWithFallback(
       { question, passages, ...(opts.persona ? { persona: opts.persona } : {}), ...(opts.history ? { history: opts.history } : {}) },
       opts.signal,
     );
-    if (out.marked === false) return fallback('reply without a SOURCES line', new ProviderError('provider reply without a SOURCES line'));
+    if (out.marked === false) return fallback('reply without a SOURCES line', new ProviderError('provider reply without a SOURCES line', undefined, 'bad_reply'));
     const content = cleanReply(out.content).trim();
-    if (content.length > MAX_REPLY_CHARS) return fallback('reply too long', new ProviderError(`provider reply over ${MAX_REPLY_CHARS} characters`));
+    if (content.length > MAX_REPLY_CHARS) return fallback('reply too long', new ProviderError(`provider reply over ${MAX_REPLY_CHARS} characters`, undefined, 'bad_reply'));
     // The model read the passages and says they do not answer: that is the no-answer reply, whatever it cites.
     if (declines(content)) {
       opts.onFallback?.('model declined');

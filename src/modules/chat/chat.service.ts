@@ -69,8 +69,21 @@ function countOf(items: string[]) {
 /** The most frequent key, ties broken alphabetically so the choice is stable; null when empty. */
 const mostFrequent = (counts: Map<string, number>) => [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? null;
 
+export const REPLY_KINDS: readonly AssistantAnswer['kind'][] = ['answer', 'no_answer', 'handoff', 'smalltalk'];
+/**
+ * Who wrote a reply: the configured LLM; the built-in answerer (no LLM, or it was not asked or failed) and the
+ * built-in rules (a request for a person, a declined offer); or an owner's workflow.
+ */
+export const REPLY_AUTHORS = ['llm', 'builtin', 'workflow'] as const;
+export type ReplyAuthor = (typeof REPLY_AUTHORS)[number];
+
 export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: EventBus; assistant: AssistantService; workflows: WorkflowsService }) {
   const { db, clock, events, assistant, workflows } = deps;
+  /** Replies sent (their exchange committed) since start, by kind and author (the metrics endpoint reads them). */
+  const replies = Object.fromEntries(REPLY_KINDS.map((k) => [k, Object.fromEntries(REPLY_AUTHORS.map((a) => [a, 0]))])) as Record<
+    AssistantAnswer['kind'],
+    Record<ReplyAuthor, number>
+  >;
 
   async function load(conn: Conn, accountId: string, id: string) {
     const c = await repo.find(conn, accountId, id);
@@ -307,6 +320,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // decided inside the transaction, from the conversation row locked there, so concurrent messages cannot
       // each escalate, or each miss the second unanswered question.
       let reply: AssistantAnswer;
+      let by: ReplyAuthor = 'builtin';
       // "yes please" right after the assistant offered a person accepts the offer: a request for a person.
       const lastReply = transcript.findLast((m) => m.role === 'assistant');
       const offered = lastReply !== undefined && offersPerson(lastReply.content);
@@ -322,9 +336,12 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         reply = { kind: 'smalltalk', content: DECLINED_TEXT, sources: [], confidence: 1, topics: [] };
       } else if (replying) {
         reply = { kind: 'answer', content: replying.reply!, sources: [], confidence: 1, topics: [] };
+        by = 'workflow';
       } else {
         // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
-        reply = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona), c.knowledge_version);
+        const answered = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona), c.knowledge_version);
+        reply = answered;
+        if (answered.provider === 'llm') by = 'llm';
       }
       const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
@@ -401,6 +418,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         return { escalateWith, escalatingEmail, messages: [customerMsg, assistantMsg] };
       };
       const answer = (messages: MessagesTable[]) => ({ messages: messages.map(toMessage) });
+      /** Counted once the exchange has committed. */
+      const sent = <T>(out: T) => {
+        replies[reply.kind][by]++;
+        return out;
+      };
 
       // Decided from the row read before any write, and written only if the row is still as read (its message count,
       // escalated or not, the contact address): the UPDATE checks it, waiting for any concurrent exchange on
@@ -413,9 +435,9 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // contact address) is one statement on PostgreSQL: no transaction round trips. Not written when the row is no
       // longer as read, or a webhook was enabled since: the transaction below then decides again from the locked row.
       const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && writesAlone(db);
-      if (alone && (await recordExchangeAlone(c, c.enabled_webhooks, first.figures, asRead(first), planned.messages))) return answer(planned.messages);
+      if (alone && (await recordExchangeAlone(c, c.enabled_webhooks, first.figures, asRead(first), planned.messages))) return sent(answer(planned.messages));
 
-      return writeTransaction(db, async (trx) => {
+      return sent(await writeTransaction(db, async (trx) => {
         let d = first;
         // The updated row comes back from the UPDATE itself (RETURNING): no read after it.
         let fresh = alone ? undefined : await repo.recordExchange(trx, accountId, id, d.figures, asRead(d));
@@ -438,7 +460,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         // The same address again changes nothing and emits nothing.
         if (contactEmail && emailChanged) await submitContact(trx, fresh, { email: contactEmail });
         return answer(messages);
-      });
+      }));
     },
 
     async contact(accountId: string, id: string, body: ContactBody) {
@@ -482,6 +504,9 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
 
     /** Ends the conversation only if it has had no message since `idleBefore` (the sweeper's step, exposed for tests). */
     endIfIdle: (accountId: string, id: string, idleBefore: number) => end(accountId, id, idleBefore),
+
+    /** Replies sent since start, by kind and author. */
+    replies: replies as Readonly<Record<AssistantAnswer['kind'], Readonly<Record<ReplyAuthor, number>>>>,
   };
 }
 

@@ -24,6 +24,14 @@ import { buildDeliveryHeaders } from './signing.js';
 import { webhooksRepository } from './webhooks.repository.js';
 
 export type AttemptKind = 'auto' | 'manual' | 'test';
+export const ATTEMPT_KINDS: readonly AttemptKind[] = ['auto', 'manual', 'test'];
+/**
+ * What became of an attempt: `retrying` failed with another automatic attempt scheduled; `failed` failed with none
+ * (an automatic attempt's last, which disables the webhook; a test send; a manual retry); `gone` the receiver
+ * answered 410, which disables the webhook.
+ */
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone';
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['succeeded', 'retrying', 'failed', 'gone'];
 
 /** How long the worker's finished attempts wait for others to be recorded with (see `record`), and how many at most. */
 const RECORD_WAIT_MS = 5;
@@ -106,6 +114,13 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   /** Longer than one attempt can take, so a live holder never loses its lease mid-attempt. */
   const leaseMs = 2 * timeoutMs + 1_000;
 
+  /** Attempts this process made, by kind and outcome (the metrics endpoint reads them). */
+  const attemptCounts = Object.fromEntries(
+    ATTEMPT_KINDS.map((k) => [k, Object.fromEntries(ATTEMPT_OUTCOMES.map((o) => [o, 0]))]),
+  ) as Record<AttemptKind, Record<AttemptOutcome, number>>;
+  const outcomeOf = (d: ClaimedDelivery, kind: AttemptKind, res: SendResult): AttemptOutcome =>
+    res.ok ? 'succeeded' : res.gone ? 'gone' : kind === 'auto' && nextAttemptDelay(delays, d.auto_attempts + 1) !== null ? 'retrying' : 'failed';
+
   let closed = false;
   let wake: (() => void) | null = null;
   let backlog = false;
@@ -186,6 +201,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    * request waits on (a test send, a manual retry) is recorded at once, with whatever is waiting.
    */
   function record(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string, at: number, res: SendResult): Promise<void> {
+    // Counted once sent, whether or not its record commits: the receiver has had it either way.
+    attemptCounts[kind][outcomeOf(d, kind, res)]++;
     return new Promise<void>((resolve, reject) => {
       // Only attempts a request makes itself: the worker's loop may have been woken from inside a request's context.
       const uow = kind === 'auto' ? undefined : currentUnitOfWork();
@@ -665,6 +682,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       return d ? { d, leaseOwner } : null;
     },
     attempt,
+    /** Attempts this process has made since it started, by kind and outcome. */
+    attemptCounts: attemptCounts as Readonly<Record<AttemptKind, Readonly<Record<AttemptOutcome, number>>>>,
     get inFlight() {
       return inFlight.size + queued.length;
     },

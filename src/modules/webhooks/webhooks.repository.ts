@@ -50,6 +50,22 @@ export const webhooksRepository = {
   },
 };
 
+/** deliveriesRepository.queueFigures's statement (its plan is tested). */
+export const queueFiguresQuery = (now: number) => sql<{
+  waiting: number | string;
+  due: number | string;
+  oldest: number | string | null;
+  leased: number | string;
+  disabled: number | string;
+}>`
+  select
+    (select count(*) from deliveries where status = 'pending' and lease_owner is null) as waiting,
+    (select count(*) from deliveries where status = 'pending' and lease_owner is null and next_attempt_at <= ${now}) as due,
+    (select next_attempt_at from deliveries where status = 'pending' and lease_owner is null and next_attempt_at is not null
+      order by next_attempt_at limit 1) as oldest,
+    (select count(*) from deliveries where lease_owner is not null and status = 'pending') as leased,
+    (select count(*) from webhooks where enabled = 0) as disabled`;
+
 export const deliveriesRepository = {
   /**
    * Finished deliveries (succeeded, failed, cancelled) made before `before`, with their attempts: at most `limit`,
@@ -146,6 +162,28 @@ export const deliveriesRepository = {
         .execute(),
     ]);
     return { rows, total: Number(count.n) };
+  },
+  /**
+   * The queue as every node sees it, for the metrics endpoint: one statement, each figure read through an index.
+   * Pending deliveries nobody holds (`waiting`, of which `due` are past their time and `oldest` the earliest time)
+   * are exactly the partial index deliveries_due, so its predicate is written out literally, as in the claim, for
+   * both planners to match it, and the earliest is its first entry (an ORDER BY ... LIMIT 1: PostgreSQL planned
+   * min() as a walk of the whole index); the held ones (an attempt under way, or a dead worker's lease not yet expired) are
+   * within deliveries_leased. Counting walks the index entries, so the cost grows with the backlog, not with the
+   * table's history. Webhooks have no index on `enabled`: a table of at most WEBHOOK_MAX_PER_ACCOUNT rows per
+   * account is scanned.
+   */
+  async queueFigures(db: Conn, now: number) {
+    const { rows } = await queueFiguresQuery(now).execute(db);
+    const r = rows[0]!;
+    return {
+      waiting: Number(r.waiting),
+      due: Number(r.due),
+      /** The earliest next attempt time among the waiting deliveries (ms), null when none waits. */
+      oldestNextAttemptAt: r.oldest === null ? null : Number(r.oldest),
+      leased: Number(r.leased),
+      disabledWebhooks: Number(r.disabled),
+    };
   },
   /** Attempts of the given deliveries (already scoped to the account by the caller's delivery query). */
   async attemptsOf(db: Conn, deliveryIds: string[]): Promise<DeliveryAttemptsTable[]> {
