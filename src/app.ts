@@ -13,6 +13,7 @@ import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { errorHandler, failureBody, noRoute } from './http/errors.js';
 import { BAD_URL_MESSAGE, hooksOf, parseQuery, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
+import { registerMetricsRoute } from './http/metrics.js';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/schemas.js';
 import { pageLimit } from './db/pagination.js';
 import { assistantRoutes } from './modules/assistant/assistant.routes.js';
@@ -206,6 +207,9 @@ function markDefaultedParamsOptional<T>(doc: T): T {
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
+  const metrics = ctx.metrics;
+  /** A request no route matched, counted as its answer goes out (matched ones are counted by their route's hook). */
+  const countUnmatched = (req: { method: string }, reply: FastifyReply) => metrics?.http.unmatched(req.method, reply.statusCode, reply.elapsedTime);
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: BODY_LIMIT,
@@ -226,6 +230,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       const message =
         err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : BAD_URL_MESSAGE;
       (reply as FastifyReply).code(400).type('application/json').send(failureBody('INVALID_REQUEST', message));
+      countUnmatched(req, reply as FastifyReply);
     },
     // Node's HTTP parser refuses some requests before Fastify sees them (a control character in a header,
     // headers over 16 KiB, a request that never finishes arriving); Fastify's default answer is not the envelope.
@@ -246,6 +251,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       socket.destroy();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // First, so every route registered below gets its counting hook.
+  if (metrics) {
+    metrics.http.register(app);
+    const stopLagMonitor = metrics.start();
+    app.addHook('onClose', async () => stopLagMonitor());
+  }
 
   // Fastify parses text/plain bodies by default; the API only speaks JSON, so a text body must be refused as
   // a wrong content type rather than reaching validation as a string.
@@ -317,10 +328,15 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     // An unknown route whose body failed to parse never reaches the not-found handler: it is counted (and past the
     // limit refused) here, as every request to an unknown path with a valid key is.
     if (!req.is404) return errorHandler(err, req, reply);
-    return meterUnmatched(req, reply, ctx.services.accounts, limiter).then(
-      () => errorHandler(err, req, reply),
-      (limited: FastifyError) => errorHandler(limited, req, reply),
-    );
+    return meterUnmatched(req, reply, ctx.services.accounts, limiter)
+      .then(
+        () => errorHandler(err, req, reply),
+        (limited: FastifyError) => errorHandler(limited, req, reply),
+      )
+      .then((sent) => {
+        countUnmatched(req, reply);
+        return sent;
+      });
   });
   app.setNotFoundHandler(async (req, reply) => {
     await meterUnmatched(req, reply, ctx.services.accounts, limiter);
@@ -343,6 +359,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
 
   registerChatCors(app);
   registerAuth(app, ctx.services.accounts, limiter);
+  if (metrics) {
+    metrics.servesApi(limiter);
+    registerMetricsRoute(app, metrics, ctx.config.metrics!.token);
+  }
   registerIdempotency(app, { repo: ctx.idempotency, clock: ctx.clock, leaseMs: idempotencyLeaseMs(ctx.config), log: ctx.log, inflight });
 
   await app.register(

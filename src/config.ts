@@ -29,6 +29,11 @@ export interface Config {
   /** How long a verified API key is remembered in memory; 0 turns the cache off. */
   authCacheTtlMs: number;
   logLevel: string;
+  /**
+   * The Prometheus endpoint (GET /metrics), off (null) unless METRICS_TOKEN is set; `port`: a listener of its own
+   * as well (the only one a standalone worker has), null for none.
+   */
+  metrics: { token: string; port: number | null; host: string } | null;
   llm: { baseUrl: string; apiKey: string | null; model: string; timeoutMs: number } | null;
 }
 
@@ -45,6 +50,10 @@ function isHttpUrl(text: string): boolean {
     return false;
   }
 }
+
+/** A host name or an IPv4/IPv6 address; anything else could only fail later, at listen, less clearly. */
+const isHostName = (text: string) =>
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(text);
 
 /** Error messages end up in logs and terminals: a URL's password never does. */
 export function withoutPassword(url: string): string {
@@ -160,6 +169,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     conversationRetentionMs = 0;
   }
 
+  const metricsToken = str('METRICS_TOKEN', '');
+  if (metricsToken && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    // The value itself stays out of the message: it is a secret.
+    problems.push(`METRICS_TOKEN: must be 16 to 256 printable ASCII characters without spaces (e.g. the output of openssl rand -hex 32)`);
+  }
+  const metricsPort = env.METRICS_PORT ? int('METRICS_PORT', 0, 0, 65535) : null;
+  const metricsHost = str('METRICS_HOST', '127.0.0.1');
+  if (metricsPort !== null && !metricsToken) {
+    problems.push('METRICS_PORT is set but METRICS_TOKEN is not: the metrics endpoint is served only with a token (Authorization: Bearer <METRICS_TOKEN>)');
+  }
+  if (env.METRICS_HOST && metricsPort === null) problems.push('METRICS_HOST is set but METRICS_PORT is not: set both to serve the metrics on a port of their own');
+  if (!isHostName(metricsHost)) problems.push(`METRICS_HOST=${JSON.stringify(metricsHost)}: must be an IP address or a host name`);
+
   const llmBase = str('LLM_BASE_URL', '');
   if (llmBase && !isHttpUrl(llmBase)) {
     problems.push(`LLM_BASE_URL=${JSON.stringify(withoutPassword(llmBase))}: must be an http:// or https:// URL such as https://api.openai.com/v1`);
@@ -184,6 +206,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rundownIntervalMs: duration('RUNDOWN_INTERVAL', '24h'),
     authCacheTtlMs: duration('AUTH_CACHE_TTL', '1s', { allowZero: true }),
     logLevel: str('LOG_LEVEL', 'info'),
+    metrics: metricsToken ? { token: metricsToken, port: metricsPort, host: metricsHost } : null,
     llm: llmBase
       ? {
           baseUrl: llmBase.replace(/\/+$/, ''),
@@ -193,8 +216,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : null,
   };
-  // A host name or an IPv4/IPv6 address; anything else could only fail later, at listen, less clearly.
-  if (!/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/.test(config.host)) {
+  if (!isHostName(config.host)) {
     problems.push(`HOST=${JSON.stringify(config.host)}: must be an IP address or a host name`);
   }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {

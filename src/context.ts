@@ -4,6 +4,7 @@ import { createAnnouncer, deliveriesChannel, listen } from './db/notify.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
 import { silentLogger, type Logger } from './lib/log.js';
+import { createMetrics } from './metrics.js';
 import { createIdempotencyRepository } from './http/idempotency.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAssistantService } from './modules/assistant/assistant.service.js';
@@ -68,7 +69,11 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     rundowns: createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
   };
   const idempotency = createIdempotencyRepository(db);
-  return { config, database, db, clock, log, events, deliveries, services, idempotency };
+  // Only with METRICS_TOKEN: without it nothing is served, so nothing is counted per request either.
+  const metrics = config.metrics
+    ? createMetrics({ db, dialect: database.dialect, clock, log, deliveries, chat: services.chat, assistant })
+    : null;
+  return { config, database, db, clock, log, events, deliveries, services, idempotency, metrics };
 }
 
 export type AppContext = ReturnType<typeof createContext> & { limiter?: RateLimiter };

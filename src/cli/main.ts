@@ -15,7 +15,8 @@ const HELP = `parley — conversational support service
 
 Usage:
   parley serve [--no-worker]          API (and, unless --no-worker, the background worker)
-  parley worker                       background worker only (webhook deliveries, timers)
+  parley worker                       background worker only (webhook deliveries, timers);
+                                      METRICS_PORT serves its /metrics
   parley migrate                      apply database migrations
   parley init [--name NAME] [--plan pro] [--force]
              [--rate-limit-minute N --rate-limit-day N]   (the limits: enterprise only)

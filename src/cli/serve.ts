@@ -1,14 +1,15 @@
 import type { Config } from '../config.js';
 import { buildApp } from '../app.js';
-import { createContext } from '../context.js';
+import { createContext, type AppContext } from '../context.js';
+import { startMetricsServer } from '../http/metrics.js';
 import { createLogger, type Logger } from '../lib/log.js';
 import { systemClock } from '../lib/clock.js';
 import { workerTasks } from '../worker/tasks.js';
 import { createWorker } from '../worker/worker.js';
 import { openMigrated, StartupError } from './database.js';
 
-function listenProblem(err: NodeJS.ErrnoException, config: Config): string {
-  const where = `${config.host}:${config.port} (HOST, PORT)`;
+function listenProblem(err: NodeJS.ErrnoException, at: { host: string; port: number }, names = 'HOST, PORT'): string {
+  const where = `${at.host}:${at.port} (${names})`;
   switch (err.code) {
     case 'EADDRINUSE':
       return `cannot listen on ${where}: the port is already in use`;
@@ -76,6 +77,26 @@ async function openFor(config: Config, log: Logger) {
   return database;
 }
 
+/** The metrics on a port of their own (METRICS_PORT), if set; the caller closes the rest when this fails. */
+async function listenForMetrics(ctx: AppContext, log: Logger) {
+  const m = ctx.config.metrics;
+  if (!ctx.metrics || !m || m.port === null) return null;
+  const stopLagMonitor = ctx.metrics.start();
+  try {
+    const server = await startMetricsServer({ host: m.host, port: m.port, token: m.token, source: ctx.metrics, log });
+    return {
+      url: server.url,
+      async close() {
+        await server.close();
+        stopLagMonitor();
+      },
+    };
+  } catch (err) {
+    stopLagMonitor();
+    throw new StartupError(listenProblem(err as NodeJS.ErrnoException, { host: m.host, port: m.port }, 'METRICS_HOST, METRICS_PORT'));
+  }
+}
+
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
   const log = createLogger(config.logLevel);
   const database = await openFor(config, log);
@@ -97,12 +118,21 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     await database.close().catch(() => undefined);
     throw new StartupError(listenProblem(err as NodeJS.ErrnoException, config));
   }
+  let metricsServer: Awaited<ReturnType<typeof listenForMetrics>>;
+  try {
+    metricsServer = await listenForMetrics(ctx, log);
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    await database.close().catch(() => undefined);
+    throw err;
+  }
   // Before saying it listens: a process manager (or a test) may send SIGTERM as soon as it reads that line, and a
   // signal with no handler yet ends the process at once instead of shutting it down (seen: 3 kills in 8).
   onShutdown(shutdownDeadline(config, opts.worker), async () => {
     // Stop taking requests first, then let the worker finish its in-flight attempts and release its leases.
     await app.close();
     await worker?.stop();
+    await metricsServer?.close();
     await database.close();
   });
   worker?.start();
@@ -115,8 +145,13 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
         'or\n  npx parley accounts create --name "Acme" --plan pro\n  npx parley keys create --account <acct_id>\n',
     );
   }
-  if (opts.json) process.stdout.write(`${JSON.stringify({ listening: address, api: `${address}/v1`, worker: opts.worker })}\n`);
-  else process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
+  const metricsUrl = metricsServer?.url ?? (config.metrics ? `${address}/metrics` : null);
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ listening: address, api: `${address}/v1`, worker: opts.worker, ...(metricsUrl ? { metrics: metricsUrl } : {}) })}\n`);
+  } else {
+    process.stderr.write(`parley: listening on ${address}/v1 (${database.dialect}${opts.worker ? ', worker on' : ', API only'})\n`);
+    if (metricsServer) process.stderr.write(`parley: metrics on ${metricsServer.url}\n`);
+  }
 }
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
@@ -124,11 +159,21 @@ export async function runWorker(config: Config, opts: { json: boolean }) {
   const database = await openFor(config, log);
   const ctx = createContext(config, database, systemClock, log);
   const worker = createWorker(workerTasks(ctx), log);
+  let metricsServer: Awaited<ReturnType<typeof listenForMetrics>>;
+  try {
+    metricsServer = await listenForMetrics(ctx, log);
+  } catch (err) {
+    await database.close().catch(() => undefined);
+    throw err;
+  }
   // Before saying it started, as for serve.
   onShutdown(shutdownDeadline(config, true), async () => {
+    // Scraped until the attempts in flight are done: the last figures include them.
     await worker.stop();
+    await metricsServer?.close();
     await database.close();
   });
   worker.start();
-  if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect })}\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect, ...(metricsServer ? { metrics: metricsServer.url } : {}) })}\n`);
+  else if (metricsServer) process.stderr.write(`parley: metrics on ${metricsServer.url}\n`);
 }
