@@ -15,6 +15,8 @@ import type { Logger } from './lib/log.js';
 import { Exposition, labelPairs } from './lib/prometheus.js';
 import type { AssistantService } from './modules/assistant/assistant.service.js';
 import type { ChatService } from './modules/chat/chat.service.js';
+import type { ConversationsService } from './modules/conversations/conversations.service.js';
+import type { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, type DeliveryEngine } from './modules/webhooks/delivery.js';
 import { deliveriesRepository } from './modules/webhooks/webhooks.repository.js';
 
@@ -41,6 +43,8 @@ export interface MetricsParts {
   deliveries: Pick<DeliveryEngine, 'attemptCounts'>;
   chat: Pick<ChatService, 'replies'>;
   assistant: Pick<AssistantService, 'llm'>;
+  conversations: Pick<ConversationsService, 'erased'>;
+  webhooks: Pick<WebhooksService, 'pruned'>;
 }
 
 let version: string | undefined;
@@ -177,6 +181,14 @@ export function createMetrics(parts: MetricsParts) {
     }
   }
 
+  /** What erasure and retention removed (the API erases on request; the worker applies the retention settings). */
+  function removals(out: Exposition) {
+    out.family('parley_conversations_erased_total', 'counter', 'Conversations this process erased, by reason (request: DELETE /v1/conversations/:id; retention: CONVERSATION_RETENTION).');
+    for (const [reason, n] of Object.entries(parts.conversations.erased)) out.sample('parley_conversations_erased_total', labelPairs({ reason }), n);
+    out.family('parley_history_pruned_total', 'counter', 'Finished webhook deliveries and emitted events this process deleted under DELIVERY_RETENTION, by kind.');
+    for (const [kind, n] of Object.entries(parts.webhooks.pruned)) out.sample('parley_history_pruned_total', labelPairs({ kind }), n);
+  }
+
   function apiFigures(out: Exposition, limiter: RateLimiter) {
     http.collect(out);
     out.family('parley_rate_limit_refusals_total', 'counter', "Requests refused with 429 by the rate limiter, by budget (account, or its public keys' share) and window.");
@@ -220,6 +232,7 @@ export function createMetrics(parts: MetricsParts) {
       processFigures(out);
       if (api) apiFigures(out, api.limiter);
       webhookAttempts(out);
+      removals(out);
       queueFigures(out, q);
       return out.text();
     },

@@ -213,6 +213,25 @@ for (const dialect of DIALECTS) {
       assert.equal(after.types.has('parley_llm_failures_total'), false);
     });
 
+    test('erasures by reason, and delivery history pruned by kind', async () => {
+      const before = await scrape(t);
+      const c = await t.request('POST', '/v1/chat/conversations', { key: t.key });
+      const id = c.body.data.conversation.id as string;
+      assert.equal((await t.request('DELETE', `/v1/conversations/${id}`, { key: t.key })).status, 200);
+      // An ended conversation past the retention, erased by the worker's rule; then the history past its retention.
+      const ended = await t.request('POST', '/v1/chat/conversations', { key: t.key });
+      await t.request('POST', `/v1/chat/conversations/${ended.body.data.conversation.id}/end`, { key: t.key });
+      t.fakeClock.advance(2 * 86_400_000);
+      assert.ok((await t.ctx.services.conversations.eraseEnded(t.fakeClock.now() - 86_400_000)) >= 1);
+      const pruned = await t.ctx.services.webhooks.pruneHistory(t.fakeClock.now() - 3_600_000);
+      assert.ok(pruned.events > 0, "the earlier tests' events are past it");
+      const after = await scrape(t);
+      assert.equal(delta(before, after, 'parley_conversations_erased_total', { reason: 'request' }), 1);
+      assert.ok(delta(before, after, 'parley_conversations_erased_total', { reason: 'retention' })! >= 1);
+      assert.equal(delta(before, after, 'parley_history_pruned_total', { kind: 'events' }), pruned.events);
+      assert.equal(delta(before, after, 'parley_history_pruned_total', { kind: 'deliveries' }), pruned.deliveries);
+    });
+
     test('process figures: version and dialect, uptime, memory, CPU, event-loop delay and busy time', async () => {
       const m = await scrape(t);
       assert.equal(m.matching('parley_info')[0]!.labels.dialect, dialect);

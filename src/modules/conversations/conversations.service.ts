@@ -64,7 +64,11 @@ export function toConversationRecord(c: Selectable<ConversationsTable>, messages
 }
 
 export function createConversationsService(db: Kysely<DB>, events: EventBus) {
+  /** Conversations erased by this process since start, by reason (the metrics endpoint reads them). */
+  const erased = { request: 0, retention: 0 };
   const service = {
+    erased: erased as Readonly<typeof erased>,
+
     async list(accountId: string, q: ListConversationsQuery) {
       const range = parseTimeRange(q);
       const f = { ...range, status: q.status ?? 'all', customerId: q.customerId, limit: q.limit, offset: q.offset };
@@ -106,7 +110,7 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
      * conversation (404) and writes nothing.
      */
     async erase(accountId: string, id: string, opts: { notify?: boolean } = {}) {
-      const erased = await writeTransaction(db, async (trx) => {
+      const done = await writeTransaction(db, async (trx) => {
         const c = await repo.findLocked(trx, accountId, id);
         if (!c) return false;
         const eventIds = (await repo.eventsOf(trx, accountId, id, c.created_at)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
@@ -121,7 +125,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         if (deleted && opts.notify !== false) await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
         return deleted;
       });
-      if (!erased) throw notFound('conversation', id);
+      if (!done) throw notFound('conversation', id);
+      erased[opts.notify === false ? 'retention' : 'request']++;
       return { deleted: true };
     },
 
@@ -131,19 +136,19 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
      * worker erasing the same one first is not an error. Answers how many it erased.
      */
     async eraseEnded(before: number, signal?: AbortSignal, batch = 100) {
-      let erased = 0;
+      let count = 0;
       for (;;) {
         const rows = await repo.endedBefore(db, before, batch);
         for (const r of rows) {
-          if (signal?.aborted) return erased;
+          if (signal?.aborted) return count;
           try {
             await service.erase(r.account_id, r.id, { notify: false });
-            erased++;
+            count++;
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
           }
         }
-        if (rows.length < batch) return erased;
+        if (rows.length < batch) return count;
       }
     },
   };

@@ -173,7 +173,10 @@ export function createWebhooksService(
     };
   }
 
+  /** Rows deleted by pruneHistory since start (the metrics endpoint reads them). */
+  const prunedTotal = { deliveries: 0, events: 0 };
   return {
+    pruned: prunedTotal as Readonly<typeof prunedTotal>,
     /**
      * Deletes finished deliveries (with their attempts) and emitted events made before `before`, a batch of each at a
      * time, in short transactions so that deliveries and chat messages are not held up. Pending deliveries stay,
@@ -189,6 +192,7 @@ export function createWebhooksService(
           if (signal?.aborted) return pruned;
           const n = await writeTransaction(db, (trx) => prune(trx, floor, before, batch));
           pruned[kind] += n;
+          prunedTotal[kind] += n;
           if (n < batch) break;
         }
       }
