@@ -81,9 +81,22 @@ export const deliveriesRepository = {
     await trx.deleteFrom('deliveries').where('id', 'in', ids).execute();
     return ids.length;
   },
-  /** Emitted events made before `before` (their deliveries carry their bodies), as pruneFinished. */
+  /**
+   * Emitted events made before `before` (their deliveries carry their bodies), as pruneFinished, except those with
+   * a delivery still pending: erasing a conversation finds its deliveries through its events (deliveries_event), and
+   * one still retrying past the retention would otherwise be missed and sent after the erasure.
+   */
   async pruneEvents(trx: Transaction<DB>, floor: string, before: number, limit: number) {
-    let q = trx.selectFrom('events').select('id').where('id', '<', floor).where('created_at', '<', before).orderBy('id').limit(limit);
+    let q = trx
+      .selectFrom('events')
+      .select('id')
+      .where('id', '<', floor)
+      .where('created_at', '<', before)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.event_id', '=', 'events.id').where('deliveries.status', '=', 'pending'))),
+      )
+      .orderBy('id')
+      .limit(limit);
     if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
     const ids = (await q.execute()).map((r) => r.id);
     if (ids.length) await trx.deleteFrom('events').where('id', 'in', ids).execute();
