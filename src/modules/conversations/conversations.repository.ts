@@ -80,13 +80,15 @@ export const conversationsRepository = {
 
   /**
    * The answers kept for the Idempotency-Keys of requests about the conversation (its start's answer names its id;
-   * the others are sent to its path): they repeat its messages for 24 hours.
+   * the others are sent to its path): they repeat its messages for 24 hours. An answer is matched by the id anywhere
+   * in it, not only as a JSON string: a manual delivery retry's answer holds the delivery's body as an escaped
+   * string (`\"conv_…\"`), with the customer's words.
    */
   deleteIdempotencyAnswers(db: Conn, accountId: string, conversationId: string) {
     return db
       .deleteFrom('idempotency_keys')
       .where('account_id', '=', accountId)
-      .where((eb) => eb.or([eb('path', 'like', `/v1/chat/conversations/${conversationId}/%`), eb('response', 'like', `%"${conversationId}"%`)]))
+      .where((eb) => eb.or([eb('path', 'like', `/v1/chat/conversations/${conversationId}/%`), eb('response', 'like', `%${conversationId}%`)]))
       .execute();
   },
 

@@ -90,6 +90,21 @@ for (const dialect of DIALECTS) {
       assert.equal(again.body.error.code, 'NOT_FOUND');
     });
 
+    test("the kept answer of a manual delivery retry (it repeats the delivery's body) goes too", async () => {
+      const a = await setUp();
+      const id = await conversation(a.key, 'retried');
+      const wh = (await t.request('GET', '/v1/webhooks', { key: a.key })).body.data.webhooks[0].id as string;
+      const list = await t.request('GET', `/v1/webhooks/${wh}/deliveries?limit=100`, { key: a.key });
+      const delivery = list.body.data.deliveries.find((d: { event: string }) => d.event === 'conversation.message').id as string;
+      // The dashboard and the client send an Idempotency-Key with every POST.
+      const retry = await t.request('POST', `/v1/webhooks/${wh}/deliveries/${delivery}/retry`, { key: a.key, headers: { 'idempotency-key': 'retry-1' } });
+      assert.equal(retry.status, 200, retry.text);
+      assert.ok(retry.text.includes(id));
+      const r = await t.request('DELETE', `/v1/conversations/${id}`, { key: a.key });
+      assert.equal(r.status, 200, r.text);
+      assert.equal((await traces(t, a.accountId, id)).idempotencyKeys, 0);
+    });
+
     test("another account's conversation is a 404 and stays; the conversations:write scope is required", async () => {
       const a = await setUp();
       const other = await t.account();
