@@ -180,6 +180,19 @@ function legacyFingerprint(method: string, url: string, body: unknown): string {
   return fingerprintOf(method, url, JSON.stringify(body ?? null));
 }
 
+/**
+ * The path kept with a key: the URL with its escapes decoded (but those of / ? # and the like), as the router decodes
+ * the ids in it. Erasing a conversation deletes the answers kept for requests to its path; sent to
+ * `/v1/chat/conversations/conv%5F…/messages`, a message reached the conversation but its answer did not match.
+ */
+function keptPath(url: string): string {
+  try {
+    return decodeURI(url);
+  } catch {
+    return url; // a malformed escape names no conversation
+  }
+}
+
 /** How many times a header was sent: Node joins a repeated custom header into one "a, b" value. */
 function headerCount(rawHeaders: string[], name: string): number {
   let n = 0;
@@ -203,7 +216,7 @@ export function registerIdempotency(app: FastifyInstance, opts: { repo: Idempote
   async function begin(req: FastifyRequest, reply: FastifyReply, key: string): Promise<'run' | 'replayed'> {
     const accountId = req.auth.accountId;
     const fingerprint = requestFingerprint(req.method, req.url, req.body);
-    const path = req.url;
+    const path = keptPath(req.url);
     const waitUntil = performance.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
       const now = clock.now();

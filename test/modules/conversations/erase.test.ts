@@ -105,6 +105,22 @@ for (const dialect of DIALECTS) {
       assert.equal((await traces(t, a.accountId, id)).idempotencyKeys, 0);
     });
 
+    test('the kept answer of a send to a percent-encoded path (conv%5F…, routed to the same conversation) goes too', async () => {
+      const a = await setUp();
+      const id = await conversation(a.key, 'encoded');
+      const sent = await t.request('POST', `/v1/chat/conversations/${id.replace('_', '%5F')}/messages`, {
+        key: a.key,
+        body: { content: 'my order number is 4242' },
+        headers: { 'idempotency-key': 'send-encoded' },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const kept = () => t.ctx.db.selectFrom('idempotency_keys').select('response').where('account_id', '=', a.accountId).where('key', '=', 'send-encoded').execute();
+      assert.ok((await kept())[0]?.response?.includes('4242'));
+      const r = await t.request('DELETE', `/v1/conversations/${id}`, { key: a.key });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(await kept(), []);
+    });
+
     test("another account's conversation is a 404 and stays; the conversations:write scope is required", async () => {
       const a = await setUp();
       const other = await t.account();
