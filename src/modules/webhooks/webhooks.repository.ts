@@ -70,10 +70,20 @@ export const deliveriesRepository = {
   /**
    * Finished deliveries (succeeded, failed, cancelled) made before `before`, with their attempts: at most `limit`,
    * oldest first, by the primary key (ids sort by creation time: `floor` is ids.ts idFloor). On PostgreSQL rows
-   * another worker is pruning are skipped, not waited for. Answers how many deliveries were deleted.
+   * another worker is pruning are skipped, not waited for. So is a finished delivery whose lease a manual retry holds:
+   * deleted under it, the attempt was sent but not recorded and the retry answered 404 (a dead holder's lease is
+   * swept, and the row pruned at a later run). Answers how many deliveries were deleted.
    */
   async pruneFinished(trx: Transaction<DB>, floor: string, before: number, limit: number) {
-    let q = trx.selectFrom('deliveries').select('id').where('id', '<', floor).where('created_at', '<', before).where('status', '<>', 'pending').orderBy('id').limit(limit);
+    let q = trx
+      .selectFrom('deliveries')
+      .select('id')
+      .where('id', '<', floor)
+      .where('created_at', '<', before)
+      .where('status', '<>', 'pending')
+      .where('lease_owner', 'is', null)
+      .orderBy('id')
+      .limit(limit);
     if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
     const ids = (await q.execute()).map((r) => r.id);
     if (ids.length === 0) return 0;

@@ -105,6 +105,21 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await pending(), [], 'erased with its conversation, never sent');
     });
 
+    test('a finished delivery being retried by hand is left to that attempt (pruned at a later run)', async () => {
+      const { accountId, webhookId } = await webhook();
+      const now = Date.now();
+      const old = await delivery(t, accountId, webhookId, now - 40 * DAY, 'failed', 5);
+      // POST .../retry has taken its lease and is sending it.
+      const lease = await t.ctx.deliveries.acquire(old.id);
+      assert.ok(lease);
+      await t.ctx.services.webhooks.pruneHistory(now - 30 * DAY);
+      assert.ok((await remaining(t, [old])).deliveries.has(old.id), 'kept while its attempt is under way');
+      await t.ctx.db.updateTable('deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', old.id).execute();
+      await t.ctx.services.webhooks.pruneHistory(now - 30 * DAY);
+      const left = await remaining(t, [old]);
+      assert.equal(left.deliveries.size + left.events.size + left.attempts.size, 0);
+    });
+
     test('in batches until nothing is left to prune; two workers pruning at once neither fail nor double count', async () => {
       const { accountId, webhookId } = await webhook();
       const now = Date.now();
