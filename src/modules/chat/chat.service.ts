@@ -141,9 +141,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
   async function escalateIn(trx: Conn, c: ConversationRow, reason: string, at: number): Promise<boolean> {
     const ok = await repo.markEscalated(trx, c.account_id, c.id, reason, at);
     if (!ok) {
-      // Read after the UPDATE: on PostgreSQL this sees the transaction that got there first.
+      // Read after the UPDATE: on PostgreSQL this sees the transaction that got there first. One that erased the
+      // conversation (DELETE /v1/conversations/:id) leaves none: a 404, as for a message or an end held up by it.
       const now = await repo.find(trx, c.account_id, c.id);
-      if (!now || now.ended_at !== null) throw invalidRequest(`conversation ${c.id} has ended`);
+      if (!now) throw notFound('conversation', c.id);
+      if (now.ended_at !== null) throw invalidRequest(`conversation ${c.id} has ended`);
       return false;
     }
     const transcript = await repo.messages(trx, c.account_id, c.id);

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
+import { conversationsRepository } from '../../../src/modules/conversations/conversations.repository.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, PG_URL } from '../../helpers/db.js';
 import { DAY, HOUR, insertConversation, insertMessage } from './fixtures.js';
 
 /** What the database still holds that names the conversation, table by table. */
@@ -27,6 +30,22 @@ async function traces(t: SuiteApp, accountId: string, id: string) {
       (k) => k.path.includes(id) || (k.response ?? '').includes(id),
     ).length,
   };
+}
+
+/** Waits until `n` connections of the PostgreSQL server wait on a lock the connection `locker` holds (watched from a connection of its own). */
+async function waitingOn(locker: number, n: number) {
+  const watcher = new pg.Client({ connectionString: PG_URL });
+  await watcher.connect();
+  try {
+    const deadline = Date.now() + 8_000;
+    const count = async () => (await watcher.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [locker])).rows[0].n as number;
+    while ((await count()) < n) {
+      assert.ok(Date.now() < deadline, `${n} connections waiting on the lock`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await watcher.end();
+  }
 }
 
 for (const dialect of DIALECTS) {
@@ -119,6 +138,26 @@ for (const dialect of DIALECTS) {
       const r = await t.request('DELETE', `/v1/conversations/${id}`, { key: a.key });
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(await kept(), []);
+    });
+
+    test('an escalation held up by the erasure finds no conversation (404), as a message or an end does', { skip: dialect !== 'postgres' }, async () => {
+      const a = await setUp();
+      // Not escalated yet: the escalation has something to write.
+      const started = await t.request('POST', '/v1/chat/conversations', { key: a.key, body: { customerId: 'cust-held' } });
+      assert.equal(started.status, 201, started.text);
+      const id = started.body.data.conversation.id as string;
+      let escalate: Promise<{ status: number; text: string }> | undefined;
+      await t.ctx.db.transaction().execute(async (trx) => {
+        // The erasure: the row lock, then the deletes once the escalation waits on it.
+        await conversationsRepository.findLocked(trx, a.accountId, id);
+        const locker = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
+        escalate = t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: a.key, body: {} });
+        await waitingOn(locker, 1);
+        await conversationsRepository.delete(trx, a.accountId, id);
+      });
+      const r = await escalate!;
+      assert.equal(r.status, 404, r.text);
+      assert.equal(JSON.parse(r.text).error.code, 'NOT_FOUND');
     });
 
     test("another account's conversation is a 404 and stays; the conversations:write scope is required", async () => {
