@@ -357,7 +357,11 @@ export function createWebhooksService(
         throw invalidRequest(`webhook ${webhookId} is disabled; re-enable it (PUT enabled: true) before retrying its deliveries`);
       }
       const lease = await engine.acquire(id);
-      if (!lease) throw invalidRequest(`delivery ${id} has an attempt in progress; retry it when that attempt has finished`);
+      if (!lease) {
+        // Deleted since the read above (its conversation erased, or pruned by DELIVERY_RETENTION): not found, not busy.
+        if (!(await deliveriesRepository.find(db, accountId, webhookId, id))) throw notFound('delivery', id);
+        throw invalidRequest(`delivery ${id} has an attempt in progress; retry it when that attempt has finished`);
+      }
       await engine.attempt(lease.d, 'manual', lease.leaseOwner);
       return deliveryDetail(accountId, webhookId, id);
     },

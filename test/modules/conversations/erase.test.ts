@@ -140,6 +140,26 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await kept(), []);
     });
 
+    test('a manual retry of one of its deliveries, held up by the erasure, is a 404', { skip: dialect !== 'postgres' }, async () => {
+      const a = await setUp();
+      await conversation(a.key, 'retry-race');
+      const wh = (await t.request('GET', '/v1/webhooks', { key: a.key })).body.data.webhooks[0].id as string;
+      const delivery = (await t.request('GET', `/v1/webhooks/${wh}/deliveries?limit=1`, { key: a.key })).body.data.deliveries[0].id as string;
+      const db = t.ctx.db;
+      let retry: Promise<{ status: number; text: string }> | undefined;
+      await db.transaction().execute(async (trx) => {
+        // The erasure's delete of the delivery, not yet committed when the retry takes the delivery's lease.
+        await trx.deleteFrom('delivery_attempts').where('delivery_id', '=', delivery).execute();
+        await trx.deleteFrom('deliveries').where('id', '=', delivery).execute();
+        const locker = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
+        retry = t.request('POST', `/v1/webhooks/${wh}/deliveries/${delivery}/retry`, { key: a.key });
+        await waitingOn(locker, 1);
+      });
+      const r = await retry!;
+      assert.equal(r.status, 404, r.text);
+      assert.equal(JSON.parse(r.text).error.code, 'NOT_FOUND');
+    });
+
     test('an escalation held up by the erasure finds no conversation (404), as a message or an end does', { skip: dialect !== 'postgres' }, async () => {
       const a = await setUp();
       // Not escalated yet: the escalation has something to write.
