@@ -66,12 +66,19 @@ export const conversationsRepository = {
       .execute();
   },
 
-  /** Deletes the deliveries of these events with their attempts (deliveries_event index). */
+  /**
+   * Deletes the deliveries of these events with their attempts (deliveries_event index). On PostgreSQL their rows are
+   * locked first in id order, the order a worker's record of a batch (UPDATE … WHERE id IN …, through the primary
+   * key) locks them in: deleting in the event index's order instead could deadlock with it.
+   */
   async deleteDeliveriesOf(db: Conn, accountId: string, eventIds: readonly string[]) {
     if (eventIds.length === 0) return;
-    const of = db.selectFrom('deliveries').select('id').where('account_id', '=', accountId).where('event_id', 'in', eventIds);
-    await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', of).execute();
-    await db.deleteFrom('deliveries').where('account_id', '=', accountId).where('event_id', 'in', eventIds).execute();
+    const ids = (
+      await lockingRead(db, db.selectFrom('deliveries').select('id').where('account_id', '=', accountId).where('event_id', 'in', eventIds).orderBy('id')).execute()
+    ).map((r) => r.id);
+    if (ids.length === 0) return;
+    await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', ids).execute();
+    await db.deleteFrom('deliveries').where('id', 'in', ids).execute();
   },
 
   async deleteEvents(db: Conn, accountId: string, eventIds: readonly string[]) {

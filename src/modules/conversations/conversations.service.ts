@@ -9,6 +9,9 @@ import { readSnapshot } from '../../db/snapshot.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import type { EventBus } from '../webhooks/events.js';
 
+/** How far before a conversation's start the erasure looks for its events (clocks of several nodes differ). */
+const CLOCK_SKEW_MARGIN_MS = 5 * 60_000;
+
 /** Ids per IN list: a long conversation's events stay well under SQLite's and PostgreSQL's bound-value limits. */
 const ERASE_CHUNK = 500;
 
@@ -113,7 +116,10 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
       const done = await writeTransaction(db, async (trx) => {
         const c = await repo.findLocked(trx, accountId, id);
         if (!c) return false;
-        const eventIds = (await repo.eventsOf(trx, accountId, id, c.created_at)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
+        // Events carry the emitting node's clock: a node a little behind the one that started the conversation dates
+        // an early event before its start.
+        const since = c.created_at - CLOCK_SKEW_MARGIN_MS;
+        const eventIds = (await repo.eventsOf(trx, accountId, id, since)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
         for (let i = 0; i < eventIds.length; i += ERASE_CHUNK) {
           const chunk = eventIds.slice(i, i + ERASE_CHUNK);
           await repo.deleteDeliveriesOf(trx, accountId, chunk);

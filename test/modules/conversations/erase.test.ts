@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
+import { newId } from '../../../src/lib/ids.js';
 import { conversationsRepository } from '../../../src/modules/conversations/conversations.repository.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
@@ -178,6 +179,26 @@ for (const dialect of DIALECTS) {
       const r = await escalate!;
       assert.equal(r.status, 404, r.text);
       assert.equal(JSON.parse(r.text).error.code, 'NOT_FOUND');
+    });
+
+    test('an event dated a little before the start (another node, its clock behind) is erased too', async () => {
+      const a = await setUp();
+      const id = await conversation(a.key, 'skewed');
+      const c = await t.ctx.db.selectFrom('conversations').select('created_at').where('id', '=', id).executeTakeFirstOrThrow();
+      const at = Number(c.created_at) - 60_000;
+      const eventId = newId('evt', at);
+      const body = JSON.stringify({ event: 'escalation', timestamp: new Date(at).toISOString(), data: { conversationId: id } });
+      await t.ctx.db.insertInto('events').values({ id: eventId, account_id: a.accountId, kind: 'escalation', payload: body, created_at: at }).execute();
+      const webhook = await t.ctx.db.selectFrom('webhooks').select('id').where('account_id', '=', a.accountId).executeTakeFirstOrThrow();
+      await t.ctx.db
+        .insertInto('deliveries')
+        .values({
+          id: newId('dlv', at), account_id: a.accountId, webhook_id: webhook.id, event_id: eventId, event: 'escalation', url: 'http://127.0.0.1:9/hook', secret: 's', body,
+          status: 'pending', attempt_count: 0, auto_attempts: 0, next_attempt_at: at, lease_owner: null, lease_expires_at: null, created_at: at, updated_at: at,
+        })
+        .execute();
+      assert.equal((await t.request('DELETE', `/v1/conversations/${id}`, { key: a.key })).status, 200);
+      assert.deepEqual(await traces(t, a.accountId, id), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
     });
 
     test("another account's conversation is a 404 and stays; the conversations:write scope is required", async () => {
