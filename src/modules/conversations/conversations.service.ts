@@ -112,7 +112,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
      * an end or contact details in flight either committed before (and is erased with the rest) or finds no
      * conversation (404) and writes nothing.
      */
-    async erase(accountId: string, id: string, opts: { notify?: boolean } = {}) {
+    /** `retention`: erased by CONVERSATION_RETENTION, without the notice (see eraseEnded). */
+    async erase(accountId: string, id: string, reason: keyof typeof erased = 'request') {
       const done = await writeTransaction(db, async (trx) => {
         const c = await repo.findLocked(trx, accountId, id);
         if (!c) return false;
@@ -128,11 +129,11 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         await repo.deleteIdempotencyAnswers(trx, accountId, id);
         const deleted = await repo.delete(trx, accountId, id);
         // The owner's own systems got this conversation through webhooks: they are told to erase it too.
-        if (deleted && opts.notify !== false) await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
+        if (deleted && reason === 'request') await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
         return deleted;
       });
       if (!done) throw notFound('conversation', id);
-      erased[opts.notify === false ? 'retention' : 'request']++;
+      erased[reason]++;
       return { deleted: true };
     },
 
@@ -148,7 +149,7 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         for (const r of rows) {
           if (signal?.aborted) return count;
           try {
-            await service.erase(r.account_id, r.id, { notify: false });
+            await service.erase(r.account_id, r.id, 'retention');
             count++;
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
