@@ -212,6 +212,9 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const countUnmatched = (req: { method: string }, reply: FastifyReply) => metrics?.http.unmatched(req.method, reply.statusCode, reply.elapsedTime);
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
+    // Only the per-client rate limit of public keys reads the client's address (req.ip).
+    // A hop count as Fastify reads a number (its types take only the other forms): the n proxies nearest are trusted.
+    trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_address: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -294,7 +297,13 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const limiter =
     opts.limiter ??
     ctx.limiter ??
-    createRateLimiter({ redisUrl: ctx.config.redisUrl, keyPrefix: ctx.config.redisKeyPrefix, publicSharePercent: ctx.config.publicKeyRateShare, log: ctx.log });
+    createRateLimiter({
+      redisUrl: ctx.config.redisUrl,
+      keyPrefix: ctx.config.redisKeyPrefix,
+      publicSharePercent: ctx.config.publicKeyRateShare,
+      publicPerClient: ctx.config.publicKeyRatePerClient,
+      log: ctx.log,
+    });
   if (!opts.limiter && !ctx.limiter) app.addHook('onClose', () => limiter.close());
   // Finishes in-flight webhook attempts, releases leases and closes the outbound connection pool.
   app.addHook('onClose', () => ctx.deliveries.close());

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { parseDuration } from './lib/duration.js';
 import { DEFAULT_RETRY_DELAYS, parseRetryDelays } from './modules/webhooks/retry.js';
 
@@ -14,6 +15,10 @@ export interface Config {
   redisKeyPrefix: string;
   /** Percentage of each of an account's rate-limit windows its public (pk_) keys may use; 100 sets no separate budget. */
   publicKeyRateShare: number;
+  /** Requests per minute one client address may make with an account's public keys; 0 sets no such budget. */
+  publicKeyRatePerClient: number;
+  /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
+  trustProxy: boolean | number | string[];
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateUrls: boolean;
@@ -140,6 +145,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(`PUBLIC_KEY_RATE_SHARE=${JSON.stringify(rawShare)}: must be a percentage from 1 to 100, such as 50%`);
   }
 
+  // Which proxies may say who the client is (X-Forwarded-For): none by default, since a client could otherwise claim
+  // any address; `true` (every hop: only behind a proxy that overwrites the header), a hop count, or addresses/CIDRs.
+  const rawTrust = str('TRUST_PROXY', 'false').trim();
+  let trustProxy: boolean | number | string[] = false;
+  if (/^(true|false)$/i.test(rawTrust)) trustProxy = rawTrust.toLowerCase() === 'true';
+  else if (/^\d{1,2}$/.test(rawTrust)) trustProxy = Number(rawTrust);
+  else {
+    const list = rawTrust.split(',').map((e) => e.trim());
+    const bad = list.find((e) => {
+      const [addr = '', bits, extra] = e.split('/');
+      const v = isIP(addr);
+      return v === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)));
+    });
+    if (bad !== undefined) problems.push(`TRUST_PROXY=${JSON.stringify(rawTrust)}: must be true, false, a number of proxy hops, or addresses and CIDR blocks separated by commas (${JSON.stringify(bad)} is none of these)`);
+    else trustProxy = list;
+  }
+
   const rawDelays = str('WEBHOOK_RETRY_DELAYS', DEFAULT_RETRY_DELAYS);
   let webhookRetryDelaysMs: number[] = [];
   try {
@@ -195,6 +217,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl,
     redisKeyPrefix,
     publicKeyRateShare: publicKeyRateShare >= 1 && publicKeyRateShare <= 100 ? publicKeyRateShare : 100,
+    publicKeyRatePerClient: int('PUBLIC_KEY_RATE_PER_CLIENT', 0, 0, 1_000_000),
+    trustProxy,
     webhookRetryDelaysMs,
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),

@@ -191,8 +191,8 @@ export function createMetrics(parts: MetricsParts) {
 
   function apiFigures(out: Exposition, limiter: RateLimiter) {
     http.collect(out);
-    out.family('parley_rate_limit_refusals_total', 'counter', "Requests refused with 429 by the rate limiter, by budget (account, or its public keys' share) and window.");
-    for (const budget of ['account', 'public'] as const) {
+    out.family('parley_rate_limit_refusals_total', 'counter', "Requests refused with 429 by the rate limiter, by budget (account; public: its public keys' share; client: one client's allowance with public keys) and window.");
+    for (const budget of ['account', 'public', 'client'] as const) {
       for (const window of ['minute', 'day'] as const) out.sample('parley_rate_limit_refusals_total', labelPairs({ budget, window }), limiter.refusals[budget][window]);
     }
     if (limiter.shared) {

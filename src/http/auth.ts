@@ -42,7 +42,7 @@ export async function meterUnmatched(req: FastifyRequest, reply: FastifyReply, a
   if (!m) return;
   const auth = accounts.cachedAuth(m[1]!) ?? (await accounts.authenticate(m[1]!));
   if (!auth) return;
-  const { headers } = await limiter.consume(auth);
+  const { headers } = await limiter.consume(auth, req.ip);
   reply.headers(headers);
 }
 
@@ -69,7 +69,7 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     };
     let outcome: ReturnType<RateLimiter['consume']>;
     try {
-      outcome = limiter.consume(auth);
+      outcome = limiter.consume(auth, req.ip);
     } catch (err) {
       return done(err as Error); // 429
     }

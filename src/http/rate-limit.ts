@@ -10,6 +10,21 @@ export interface RateLimitOutcome {
 
 const WINDOWS = { minute: 60, day: 86_400 } as const;
 
+/**
+ * The address a client is counted under: an IPv4 address as it is (an IPv4-mapped IPv6 one as IPv4), an IPv6 one by
+ * its first 64 bits, since one subscriber usually gets a whole /64 and could otherwise use a new address per request.
+ */
+export function clientBlock(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = ip.includes('::') ? (tail ? tail.split(':') : []) : [];
+  const groups = ip.includes('::') ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 /** How long a rate-limit command may wait for Redis before this node falls back to its own counters. */
 const REDIS_COMMAND_TIMEOUT_MS = 500;
 /** At most one "Redis is failing" warning per this period, however many requests fall back. */
@@ -36,6 +51,11 @@ export function createRateLimiter(opts: {
    * (PUBLIC_KEY_RATE_SHARE); 100, the default, sets no separate budget. See `consume`.
    */
   publicSharePercent?: number;
+  /**
+   * Requests per minute one client address may make with an account's public keys (PUBLIC_KEY_RATE_PER_CLIENT); 0,
+   * the default, sets no such budget. See `consume`.
+   */
+  publicPerClient?: number;
   log?: Logger;
   /** The clock of the windows and of the pause after a Redis failure (tests). */
   now?: () => number;
@@ -90,7 +110,7 @@ export function createRateLimiter(opts: {
   redis?.on('ready', answered);
   const limiters = new Map<string, RateLimiterAbstract>();
   /** Requests refused (429), by budget and window, since start (the metrics endpoint reads them). */
-  const refusals = { account: { minute: 0, day: 0 }, public: { minute: 0, day: 0 } };
+  const refusals = { account: { minute: 0, day: 0 }, public: { minute: 0, day: 0 }, client: { minute: 0, day: 0 } };
   const prefix = opts.keyPrefix ?? 'parley:rl';
 
   const limiterFor = (window: keyof typeof WINDOWS, points: number) => {
@@ -137,11 +157,11 @@ export function createRateLimiter(opts: {
   }, 60_000).unref();
 
   /**
-   * A pair of windows counted under one key: the account's (every request), or its public keys' share of them.
-   * `name` and `note` word the 429.
+   * A pair of windows counted under one key: the account's (every request), its public keys' share of them, or one
+   * client address's allowance with its public keys. `name` and `note` word the 429.
    */
   interface Budget {
-    kind: 'account' | 'public';
+    kind: 'account' | 'public' | 'client';
     key: string;
     limits: { minute: number; day: number };
     name: string;
@@ -256,45 +276,74 @@ export function createRateLimiter(opts: {
     note: ` (public keys may use ${share}% of the account's ${auth.limits.minute} per minute and ${auth.limits.day} per day)`,
   });
 
+  const perClient = opts.publicPerClient ?? 0;
   /**
-   * A public request's headers describe what is left to public keys: the lower of the two remainders, and the reset
-   * of the window it comes from. The limit is the public budget's.
+   * One client address's allowance with the account's public keys: per minute only (its day window, 1,440 minutes'
+   * worth, never binds). IPv6 addresses count per /64, the block one subscriber usually gets.
    */
-  function publicHeaders(pub: Record<string, string>, account: Record<string, string | number>) {
-    const left = Number(account['x-ratelimit-remaining']) < Number(pub['x-ratelimit-remaining']) ? account : pub;
-    return { ...account, ...pub, 'x-ratelimit-remaining': String(left['x-ratelimit-remaining']), 'x-ratelimit-reset': String(left['x-ratelimit-reset']) };
+  const clientBudget = (auth: AuthContext, client: string): Budget => ({
+    kind: 'client',
+    key: `client:${auth.accountId}:${clientBlock(client)}`,
+    limits: { minute: perClient, day: perClient * 1_440 },
+    name: 'rate limit',
+    note: ' for one client of public keys',
+  });
+
+  /**
+   * What a public request's headers say once several budgets counted it: the first budget's limit (the caller's own:
+   * its client allowance, else the public share), the lowest remainder, and the reset of the window it comes from.
+   */
+  function mergeHeaders(first: Record<string, string | number>, later: Record<string, string | number>) {
+    const left = Number(later['x-ratelimit-remaining']) < Number(first['x-ratelimit-remaining']) ? later : first;
+    return {
+      ...later,
+      ...first,
+      'x-ratelimit-remaining': String(left['x-ratelimit-remaining']),
+      'x-ratelimit-reset': String(left['x-ratelimit-reset']),
+      ...(later['retry-after'] !== undefined ? { 'retry-after': String(later['retry-after']) } : {}),
+    };
   }
 
-  /** The account's windows, after a public request has been admitted by its own budget. */
-  function thenAccount(auth: AuthContext, pub: RateLimitOutcome): RateLimitOutcome | Promise<RateLimitOutcome> {
-    const merge = (o: RateLimitOutcome) => ({ headers: publicHeaders(pub.headers, o.headers) });
+  /**
+   * Counts the request in each budget in turn; the first to refuse answers the 429 (with the headers merged so far),
+   * and the budgets after it do not count it.
+   */
+  function consumeChain(chain: Budget[], i: number, sofar: Record<string, string | number> | null): RateLimitOutcome | Promise<RateLimitOutcome> {
     const refused = (err: unknown): never => {
-      if (err instanceof ApiError) throw new ApiError(err.code, err.message, publicHeaders(pub.headers, err.headers));
+      if (sofar && err instanceof ApiError) throw new ApiError(err.code, err.message, mergeHeaders(sofar, err.headers));
       throw err;
+    };
+    const next = (o: RateLimitOutcome): RateLimitOutcome | Promise<RateLimitOutcome> => {
+      const headers = sofar ? mergeHeaders(sofar, o.headers) : o.headers;
+      return i + 1 < chain.length ? consumeChain(chain, i + 1, headers) : { headers: headers as Record<string, string> };
     };
     let o: RateLimitOutcome | Promise<RateLimitOutcome>;
     try {
-      o = consumeBudget(accountBudget(auth));
+      o = consumeBudget(chain[i]!);
     } catch (err) {
       return refused(err);
     }
-    return o instanceof Promise ? o.then(merge, refused) : merge(o);
+    return o instanceof Promise ? o.then(next, refused) : next(o);
   }
 
   return {
     /**
      * Consumes one request from both windows; throws 429 RATE_LIMITED past either. Synchronous (returns the
-     * outcome itself) without Redis, a promise with it.
+     * outcome itself) without Redis, a promise with it. `client` is the caller's address (public keys only).
      */
-    consume(auth: AuthContext): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (share >= 100 || auth.keyType !== 'public') return consumeBudget(accountBudget(auth));
-      // Public keys sit in web pages, where anyone can spend them: their requests are counted first in a budget of
-      // their own, and those it refuses never reach the account's windows, so the owner's server keys keep the rest.
-      const pub = consumeBudget(publicBudget(auth));
-      return pub instanceof Promise ? pub.then((o) => thenAccount(auth, o)) : thenAccount(auth, pub);
+    consume(auth: AuthContext, client?: string): RateLimitOutcome | Promise<RateLimitOutcome> {
+      if (auth.keyType !== 'public' || (share >= 100 && (perClient === 0 || !client))) return consumeBudget(accountBudget(auth));
+      // Public keys sit in web pages, where anyone can spend them: their requests are counted first in budgets of
+      // their own (one client's allowance, the public keys' share), and those they refuse never reach the account's
+      // windows, so other customers and the owner's server keys keep the rest.
+      const chain: Budget[] = [];
+      if (perClient > 0 && client) chain.push(clientBudget(auth, client));
+      if (share < 100) chain.push(publicBudget(auth));
+      chain.push(accountBudget(auth));
+      return consumeChain(chain, 0, null);
     },
     /** Requests refused since start, by budget (the account's, its public keys' share) and window. */
-    refusals: refusals as Readonly<Record<'account' | 'public', Readonly<Record<'minute' | 'day', number>>>>,
+    refusals: refusals as Readonly<Record<'account' | 'public' | 'client', Readonly<Record<'minute' | 'day', number>>>>,
     /** Whether REDIS_URL is set. */
     shared: redis !== null,
     /** With Redis: whether this node is counting on its own because Redis failed (until it answers again). */

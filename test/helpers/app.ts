@@ -55,6 +55,7 @@ export async function createTestApp(dialect: DialectName, opts: TestAppOptions =
     redisUrl: opts.redisUrl ?? null,
     keyPrefix: opts.keyPrefix ?? `test:${Math.random().toString(36).slice(2)}`,
     publicSharePercent: config.publicKeyRateShare,
+    publicPerClient: config.publicKeyRatePerClient,
     ...(opts.log ? { log: opts.log } : {}),
     ...opts.limiter,
   });

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { clientBlock, createRateLimiter } from '../../src/http/rate-limit.js';
 import { createTestApp, useTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
 import { createFreezableRelay } from '../helpers/relay.js';
@@ -30,6 +30,28 @@ async function dayUsedUpThenMinute(app: TestApp) {
   assert.ok(retryAfter > 60 && retryAfter <= 86_400, `Retry-After ${retryAfter}`);
   assert.equal(last!.headers.get('x-ratelimit-remaining'), '0');
 }
+
+test('clientBlock: IPv4 as is (also IPv4-mapped), IPv6 by its /64', () => {
+  assert.equal(clientBlock('203.0.113.7'), '203.0.113.7');
+  assert.equal(clientBlock('::ffff:203.0.113.7'), '203.0.113.7');
+  assert.equal(clientBlock('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+  assert.equal(clientBlock('2001:0db8:0001:0002:ffff:0:0:9'), '2001:db8:1:2::/64');
+  assert.equal(clientBlock('2001:db8::5'), '2001:db8:0:0::/64');
+  assert.equal(clientBlock('::1'), '0:0:0:0::/64');
+  assert.notEqual(clientBlock('2001:db8:1:3::1'), clientBlock('2001:db8:1:2::1'));
+});
+
+test('TRUST_PROXY and PUBLIC_KEY_RATE_PER_CLIENT are read and checked', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({}).publicKeyRatePerClient, 0);
+  assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+  assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1']);
+  assert.throws(() => loadConfig({ TRUST_PROXY: 'nginx' }), /TRUST_PROXY="nginx": must be true, false, a number of proxy hops, or addresses and CIDR blocks/);
+  assert.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' }), /TRUST_PROXY/);
+  assert.equal(loadConfig({ PUBLIC_KEY_RATE_PER_CLIENT: '30' }).publicKeyRatePerClient, 30);
+  assert.throws(() => loadConfig({ PUBLIC_KEY_RATE_PER_CLIENT: 'many' }), /PUBLIC_KEY_RATE_PER_CLIENT/);
+});
 
 test('PUBLIC_KEY_RATE_SHARE is a percentage (50 or 50%), 100 by default; REDIS_KEY_PREFIX defaults to parley:rl', () => {
   assert.equal(loadConfig({}).publicKeyRateShare, 100);
@@ -165,6 +187,52 @@ for (const dialect of DIALECTS) {
       assert.equal(r.headers.get('x-ratelimit-limit'), '4');
       assert.equal(r.headers.get('x-ratelimit-remaining'), '3');
       assert.equal((await t.request('GET', '/v1/documents', { key })).headers.get('x-ratelimit-remaining'), '2');
+    });
+  });
+
+  describe(`rate limits with PUBLIC_KEY_RATE_PER_CLIENT=2 behind a trusted proxy (${dialect})`, () => {
+    const t = useTestApp(dialect, { env: { PUBLIC_KEY_RATE_PER_CLIENT: '2', TRUST_PROXY: 'true' } });
+    const from = (pk: string, ip: string) => t.request('GET', '/v1/chat/conversations/conv_nope', { key: pk, headers: { 'x-forwarded-for': ip } });
+
+    test("one client address gets 2 a minute with the account's public keys; another address has its own; refusals count nowhere else", async () => {
+      const { accountId, key } = await t.account({ minute: 10, day: 1000 });
+      const pk = (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+      const seen = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await from(pk, '203.0.113.1');
+        seen.push([r.status, r.headers.get('x-ratelimit-limit'), r.headers.get('x-ratelimit-remaining')]);
+        if (r.status === 429) assert.match(r.body.error.message, /^rate limit of 2 requests per minute exceeded for one client of public keys$/);
+      }
+      assert.deepEqual(seen, [
+        [404, '2', '1'],
+        [404, '2', '0'],
+        [429, '2', '0'],
+        [429, '2', '0'],
+      ]);
+      assert.equal((await from(pk, '203.0.113.2')).status, 404, 'another address has its own allowance');
+      // IPv6: one /64 is one client.
+      assert.equal((await from(pk, '2001:db8:1:2::1')).status, 404);
+      assert.equal((await from(pk, '2001:db8:1:2::9')).status, 404);
+      assert.equal((await from(pk, '2001:db8:1:2::ffff')).status, 429);
+      // The account counted the 5 admitted ones only, and server keys have no per-client allowance.
+      const server = await t.request('GET', '/v1/documents', { key, headers: { 'x-forwarded-for': '203.0.113.1' } });
+      assert.equal(server.status, 200);
+      assert.equal(server.headers.get('x-ratelimit-limit'), '10');
+      assert.equal(server.headers.get('x-ratelimit-remaining'), '4');
+    });
+  });
+
+  describe(`PUBLIC_KEY_RATE_PER_CLIENT without TRUST_PROXY (${dialect})`, () => {
+    const t = useTestApp(dialect, { env: { PUBLIC_KEY_RATE_PER_CLIENT: '2' } });
+
+    test('X-Forwarded-For is not believed: a client cannot give itself a fresh address per request', async () => {
+      const { accountId } = await t.account({ minute: 10, day: 1000 });
+      const pk = (await t.ctx.services.accounts.createKey({ accountId, type: 'public' })).key;
+      const statuses = [];
+      for (let i = 0; i < 3; i++) {
+        statuses.push((await t.request('GET', '/v1/chat/conversations/conv_nope', { key: pk, headers: { 'x-forwarded-for': `198.51.100.${i}` } })).status);
+      }
+      assert.deepEqual(statuses, [404, 404, 429]);
     });
   });
 
@@ -428,6 +496,32 @@ describe('rate limits with Redis', () => {
       // Three public requests counted in the account's window of 6: three left for server keys, on either node.
       assert.deepEqual([await take(1, 'server'), await take(0, 'server'), await take(1, 'server'), await take(0, 'server')], ['2', '1', '0', 'RATE_LIMITED']);
       assert.ok((await redis.keys(`${keyPrefix}:minute*public:${accountId}`)).length === 1, 'the public budget is a Redis key');
+    } finally {
+      await Promise.all(nodes.map((n) => n.close()));
+    }
+  });
+
+  test('a client allowance, the public share and the account, in that order, through Redis on two nodes', async () => {
+    const nodes = [0, 1].map(() => createRateLimiter({ redisUrl: REDIS_URL, keyPrefix, publicSharePercent: 50, publicPerClient: 2 }));
+    try {
+      await Promise.all(nodes.map((n) => n.ready()));
+      const accountId = `acct_chain${randomBytes(4).toString('hex')}`;
+      const auth = (keyType: 'server' | 'public') => ({ accountId, plan: 'enterprise' as const, limits: { minute: 6, day: 1000 }, keyId: 'key_x', keyType, scopes: new Set<string>() });
+      const take = async (node: number, keyType: 'server' | 'public', client?: string) => {
+        try {
+          const o = await nodes[node]!.consume(auth(keyType), client);
+          return `${o.headers['x-ratelimit-limit']}/${o.headers['x-ratelimit-remaining']}`;
+        } catch (err) {
+          return (err as Error).message;
+        }
+      };
+      assert.deepEqual(
+        [await take(0, 'public', '203.0.113.1'), await take(1, 'public', '203.0.113.1'), await take(0, 'public', '203.0.113.1')],
+        ['2/1', '2/0', 'rate limit of 2 requests per minute exceeded for one client of public keys'],
+      );
+      // Another client: its own allowance, but the public share (3 of 6) has one left.
+      assert.deepEqual([await take(1, 'public', '203.0.113.2'), await take(0, 'public', '203.0.113.2')], ['2/0', 'public-key rate limit of 3 requests per minute exceeded (public keys may use 50% of the account\'s 6 per minute and 1000 per day)']);
+      assert.deepEqual([await take(0, 'server'), await take(1, 'server'), await take(0, 'server'), await take(1, 'server')], ['6/2', '6/1', '6/0', 'rate limit of 6 requests per minute exceeded']);
     } finally {
       await Promise.all(nodes.map((n) => n.close()));
     }
