@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -89,6 +89,19 @@ export async function freshDatabase(dialect: string): Promise<{ url: string; cle
 }
 
 /** Starts `parley serve --json` on a free port and resolves once it printed where it listens. */
+/** SIGTERM, and the exit code; 'hung' (and a SIGKILL) if the process did not exit within 15 s. */
+export async function stopChild(child: ChildProcess): Promise<number | null | 'hung'> {
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 15_000)));
+  const result = await Promise.race([exited, hung]);
+  clearTimeout(timer);
+  if (result === 'hung') child.kill('SIGKILL');
+  return result;
+}
+
 export async function startServe(env: Record<string, string>) {
   const child = spawn(process.execPath, [ENTRY, 'serve', '--json', '--no-worker'], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'silent', ...env },
@@ -120,16 +133,7 @@ export async function startServe(env: Record<string, string>) {
     url: listening,
     stderr: () => stderr,
     /** SIGTERM; the exit code, or 'hung' (and a SIGKILL) if it did not exit within 15 s. */
-    async stop(): Promise<number | null | 'hung'> {
-      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-      child.kill('SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
-      const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 15_000)));
-      const result = await Promise.race([exited, hung]);
-      clearTimeout(timer);
-      if (result === 'hung') child.kill('SIGKILL');
-      return result;
-    },
+    stop: () => stopChild(child),
   };
 }
 

@@ -10,7 +10,7 @@ import { DIALECTS } from '../helpers/db.js';
 import { parseExposition } from '../helpers/metrics.js';
 import { waitFor } from '../modules/webhooks/delivery-helpers.js';
 import { startServer, type TestServer } from '../modules/webhooks/helpers.js';
-import { cli, ENTRY, useCliDatabase } from './cli-suite.js';
+import { cli, ENTRY, stopChild, useCliDatabase } from './cli-suite.js';
 
 const TOKEN = 'cli-metrics-token-0123456789';
 
@@ -43,18 +43,7 @@ function startJson(args: string[], env: Record<string, string>) {
   return { child, said, stderr: () => stderr };
 }
 
-/** SIGTERM, and the exit code (SIGKILL and 'hung' after 15 s). */
-async function stop(child: ChildProcess): Promise<number | null | 'hung'> {
-  if (child.exitCode !== null) return child.exitCode;
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 15_000)));
-  const result = await Promise.race([exited, hung]);
-  clearTimeout(timer);
-  if (result === 'hung') child.kill('SIGKILL');
-  return result;
-}
+const stop = stopChild;
 
 const get = (url: string, token?: string) => fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
 
