@@ -43,7 +43,6 @@ function startJson(args: string[], env: Record<string, string>) {
   return { child, said, stderr: () => stderr };
 }
 
-const stop = stopChild;
 
 const get = (url: string, token?: string) => fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
 
@@ -66,7 +65,7 @@ for (const dialect of DIALECTS) {
       await ctx.services.webhooks.create(accountId, { url: `${rx.url}/hook`, events: ['conversation.started'], secret: 'whsec_cli_metrics' });
     });
     after(async () => {
-      for (const child of children) await stop(child);
+      for (const child of children) await stopChild(child);
       await database?.close();
       await rx?.close();
     });
@@ -104,7 +103,7 @@ for (const dialect of DIALECTS) {
       // A worker serves no API: no request figures.
       assert.equal(m.types.has('parley_http_requests_total'), false);
 
-      assert.equal(await stop(w.child), 0, w.stderr());
+      assert.equal(await stopChild(w.child), 0, w.stderr());
     });
 
     test('parley serve --no-worker: the same figures on METRICS_PORT and on the API port', async () => {
@@ -120,7 +119,7 @@ for (const dialect of DIALECTS) {
         const m = parseExposition(await r.text());
         assert.equal(m.value('parley_http_requests_total', { method: 'GET', route: '/v1/health', code: '200' }), 1, url);
       }
-      assert.equal(await stop(s.child), 0, s.stderr());
+      assert.equal(await stopChild(s.child), 0, s.stderr());
     });
 
     test('METRICS_PORT on a port already taken stops the start, naming the variables', async () => {
