@@ -22,3 +22,12 @@ export async function lockForCheckThenWrite(trx: Transaction<DB>, dialect: Diale
 export function lockingRead<Q extends { forUpdate(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
   return db.getExecutor().adapter instanceof PostgresAdapter ? q.forUpdate() : q;
 }
+
+/**
+ * The read of a batch job several workers run at once (pruning): on PostgreSQL it locks the rows it reads and skips
+ * those another transaction holds (FOR UPDATE SKIP LOCKED), so the workers share the rows out instead of waiting for
+ * each other. SQLite runs one write transaction at a time: the read is left as is.
+ */
+export function claimingRead<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? q.forUpdate().skipLocked() : q;
+}

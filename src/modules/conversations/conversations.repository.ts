@@ -3,6 +3,7 @@ import { lockingRead } from '../../db/locks.js';
 import { pageLimit } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
+import { deliveriesRepository } from '../webhooks/webhooks.repository.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -76,9 +77,7 @@ export const conversationsRepository = {
     const ids = (
       await lockingRead(db, db.selectFrom('deliveries').select('id').where('account_id', '=', accountId).where('event_id', 'in', eventIds).orderBy('id')).execute()
     ).map((r) => r.id);
-    if (ids.length === 0) return;
-    await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', ids).execute();
-    await db.deleteFrom('deliveries').where('id', 'in', ids).execute();
+    await deliveriesRepository.deleteWithAttempts(db, ids);
   },
 
   async deleteEvents(db: Conn, accountId: string, eventIds: readonly string[]) {

@@ -1,6 +1,6 @@
-import { PostgresAdapter, sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
-import { lockingRead } from '../../db/locks.js';
+import { claimingRead, lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -75,7 +75,7 @@ export const deliveriesRepository = {
    * swept, and the row pruned at a later run). Answers how many deliveries were deleted.
    */
   async pruneFinished(trx: Transaction<DB>, floor: string, before: number, limit: number) {
-    let q = trx
+    const q = trx
       .selectFrom('deliveries')
       .select('id')
       .where('id', '<', floor)
@@ -84,12 +84,15 @@ export const deliveriesRepository = {
       .where('lease_owner', 'is', null)
       .orderBy('id')
       .limit(limit);
-    if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
-    const ids = (await q.execute()).map((r) => r.id);
-    if (ids.length === 0) return 0;
-    await trx.deleteFrom('delivery_attempts').where('delivery_id', 'in', ids).execute();
-    await trx.deleteFrom('deliveries').where('id', 'in', ids).execute();
+    const ids = (await claimingRead(trx, q).execute()).map((r) => r.id);
+    await deliveriesRepository.deleteWithAttempts(trx, ids);
     return ids.length;
+  },
+  /** Deletes these deliveries and their attempts. */
+  async deleteWithAttempts(db: Conn, ids: readonly string[]) {
+    if (ids.length === 0) return;
+    await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', ids).execute();
+    await db.deleteFrom('deliveries').where('id', 'in', ids).execute();
   },
   /**
    * Emitted events made before `before` (their deliveries carry their bodies), as pruneFinished, except those with
@@ -97,7 +100,7 @@ export const deliveriesRepository = {
    * one still retrying past the retention would otherwise be missed and sent after the erasure.
    */
   async pruneEvents(trx: Transaction<DB>, floor: string, before: number, limit: number) {
-    let q = trx
+    const q = trx
       .selectFrom('events')
       .select('id')
       .where('id', '<', floor)
@@ -107,8 +110,7 @@ export const deliveriesRepository = {
       )
       .orderBy('id')
       .limit(limit);
-    if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate().skipLocked();
-    const ids = (await q.execute()).map((r) => r.id);
+    const ids = (await claimingRead(trx, q).execute()).map((r) => r.id);
     if (ids.length) await trx.deleteFrom('events').where('id', 'in', ids).execute();
     return ids.length;
   },
