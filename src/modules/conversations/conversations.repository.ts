@@ -43,13 +43,10 @@ export const conversationsRepository = {
     return { rows, total: Number(count.n) };
   },
 
-  find(db: Conn, accountId: string, id: string) {
-    return db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
-  },
-
-  /** Its start, read under the row's lock (PostgreSQL): a message, an end or contact details in flight finish first. */
-  findLocked(db: Conn, accountId: string, id: string) {
-    return lockingRead(db, db.selectFrom('conversations').select(['id', 'customer_id', 'created_at']).where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst();
+  /** `lock`: read under the row's lock until the transaction ends (locks.ts), as an erasure does. */
+  find(db: Conn, accountId: string, id: string, lock = false) {
+    const q = db.selectFrom('conversations').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (lock ? lockingRead(db, q) : q).executeTakeFirst();
   },
 
   /**

@@ -115,7 +115,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
     /** `retention`: erased by CONVERSATION_RETENTION, without the notice (see eraseEnded). */
     async erase(accountId: string, id: string, reason: keyof typeof erased = 'request') {
       const done = await writeTransaction(db, async (trx) => {
-        const c = await repo.findLocked(trx, accountId, id);
+        // Under the row's lock: a message, an end or contact details in flight finish first.
+        const c = await repo.find(trx, accountId, id, true);
         if (!c) return false;
         // Events carry the emitting node's clock: a node a little behind the one that started the conversation dates
         // an early event before its start.

@@ -170,7 +170,7 @@ for (const dialect of DIALECTS) {
       let escalate: Promise<{ status: number; text: string }> | undefined;
       await t.ctx.db.transaction().execute(async (trx) => {
         // The erasure: the row lock, then the deletes once the escalation waits on it.
-        await conversationsRepository.findLocked(trx, a.accountId, id);
+        await conversationsRepository.find(trx, a.accountId, id, true);
         const locker = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
         escalate = t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: a.key, body: {} });
         await waitingOn(locker, 1);
