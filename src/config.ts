@@ -177,19 +177,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookRetryDelaysMs = parseRetryDelays(DEFAULT_RETRY_DELAYS);
   }
 
-  // A bare number is milliseconds: DELIVERY_RETENTION=30 would empty every delivery history at once.
-  let retention = duration('DELIVERY_RETENTION', '30d', { allowZero: true });
-  if (retention > 0 && retention < 3_600_000) {
-    problems.push(`DELIVERY_RETENTION=${JSON.stringify(str('DELIVERY_RETENTION', ''))}: must be 0 (keep everything) or at least 1h, such as 30d (a bare number is milliseconds)`);
-    retention = parseDuration('30d')!;
-  }
-
-  // Off unless set: conversations are the owner's records and its analytics. A bare number is milliseconds.
-  let conversationRetentionMs = duration('CONVERSATION_RETENTION', '0', { allowZero: true });
-  if (conversationRetentionMs > 0 && conversationRetentionMs < 86_400_000) {
-    problems.push(`CONVERSATION_RETENTION=${JSON.stringify(str('CONVERSATION_RETENTION', ''))}: must be 0 (keep every conversation) or at least 1d, such as 365d (a bare number is milliseconds)`);
-    conversationRetentionMs = 0;
-  }
+  /**
+   * How long the worker keeps something before deleting it: 0 keeps it, anything else at least `least`. A bare number
+   * is milliseconds, so DELIVERY_RETENTION=30 would empty every delivery history at once: refused.
+   */
+  const retentionOf = (name: string, fallback: string, least: string, zero: string, example: string) => {
+    const ms = duration(name, fallback, { allowZero: true });
+    if (ms === 0 || ms >= parseDuration(least)!) return ms;
+    problems.push(`${name}=${JSON.stringify(str(name, ''))}: must be 0 (${zero}) or at least ${least}, such as ${example} (a bare number is milliseconds)`);
+    return parseDuration(fallback)!;
+  };
+  const retention = retentionOf('DELIVERY_RETENTION', '30d', '1h', 'keep everything', '30d');
+  // Off unless set: conversations are the owner's records and its analytics.
+  const conversationRetentionMs = retentionOf('CONVERSATION_RETENTION', '0', '1d', 'keep every conversation', '365d');
 
   const metricsToken = str('METRICS_TOKEN', '');
   if (metricsToken && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
