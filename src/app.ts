@@ -210,11 +210,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const metrics = ctx.metrics;
   /** A request no route matched, counted as its answer goes out (matched ones are counted by their route's hook). */
   const countUnmatched = (req: { method: string }, reply: FastifyReply) => metrics?.http.unmatched(req.method, reply.statusCode, reply.elapsedTime);
+  const trust = ctx.config.trustProxy;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     // Only the per-client rate limit of public keys reads the client's address (req.ip).
     // A hop count as Fastify reads a number (its types take only the other forms): the n proxies nearest are trusted.
-    trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_address: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
+    trustProxy: typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust,
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

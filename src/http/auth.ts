@@ -31,6 +31,12 @@ function authorizationCount(raw: string[]): number {
 const metered = new WeakSet<FastifyRequest>();
 
 /**
+ * The caller's address, for the rate limit of public keys only: req.ip walks X-Forwarded-For when TRUST_PROXY is
+ * set, work a server key's request has no use for.
+ */
+const clientOf = (req: FastifyRequest, auth: AuthContext) => (auth.keyType === 'public' ? req.ip : undefined);
+
+/**
  * For a request no route matched. With a valid key it is counted and answered with the rate-limit headers, like
  * every authenticated response (CONTRACT §3) — probing unknown paths is not free — and past the limit it is a 429
  * (thrown). A missing or invalid key changes nothing: the answer stays the 404.
@@ -42,7 +48,7 @@ export async function meterUnmatched(req: FastifyRequest, reply: FastifyReply, a
   if (!m) return;
   const auth = accounts.cachedAuth(m[1]!) ?? (await accounts.authenticate(m[1]!));
   if (!auth) return;
-  const { headers } = await limiter.consume(auth, req.ip);
+  const { headers } = await limiter.consume(auth, clientOf(req, auth));
   reply.headers(headers);
 }
 
@@ -69,7 +75,7 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     };
     let outcome: ReturnType<RateLimiter['consume']>;
     try {
-      outcome = limiter.consume(auth, req.ip);
+      outcome = limiter.consume(auth, clientOf(req, auth));
     } catch (err) {
       return done(err as Error); // 429
     }
