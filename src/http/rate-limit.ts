@@ -163,7 +163,8 @@ export function createRateLimiter(opts: {
   interface Budget {
     kind: 'account' | 'public' | 'client';
     key: string;
-    limits: { minute: number; day: number };
+    /** `day: null`: a budget with a minute window only (nothing is counted for a day). */
+    limits: { minute: number; day: number | null };
     name: string;
     note: string;
   }
@@ -174,8 +175,8 @@ export function createRateLimiter(opts: {
   function outcome(
     budget: Budget,
     minute: { remaining: number; msBeforeNext: number; limited: boolean },
-    day: () => { msBeforeNext: number; limited: boolean } | Promise<{ msBeforeNext: number; limited: boolean }>,
-    dayState: () => DayState | Promise<DayState>,
+    day: (() => { msBeforeNext: number; limited: boolean } | Promise<{ msBeforeNext: number; limited: boolean }>) | null,
+    dayState: (() => DayState | Promise<DayState>) | null,
     now: number,
   ) {
     const headers: Record<string, string> = {
@@ -196,9 +197,10 @@ export function createRateLimiter(opts: {
       const refuseMinute = (d: DayState): never => {
         throw d?.usedUp ? refuse('day', Math.max(d.msBeforeNext, minute.msBeforeNext)) : refuse('minute', minute.msBeforeNext);
       };
-      const d = dayState();
+      const d = dayState ? dayState() : null;
       return d instanceof Promise ? d.then(refuseMinute) : refuseMinute(d);
     }
+    if (!day) return { headers };
     const dayLimited = (d: { msBeforeNext: number; limited: boolean }): RateLimitOutcome => {
       if (d.limited) throw refuse('day', d.msBeforeNext);
       return { headers };
@@ -208,19 +210,20 @@ export function createRateLimiter(opts: {
   }
 
   /** The day window counted by this node, read without counting. */
-  function dayHere(budget: Budget, now: number): DayState {
-    const c = memory.get(`day:${budget.limits.day}`)?.get(budget.key);
-    return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= budget.limits.day } : null;
+  function dayHere(budget: Budget, day: number, now: number): DayState {
+    const c = memory.get(`day:${day}`)?.get(budget.key);
+    return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= day } : null;
   }
 
   /** Both windows counted by this node alone (no Redis, or Redis failing). */
   function consumeHere(budget: Budget) {
     const now = clock();
+    const day = budget.limits.day;
     return outcome(
       budget,
       takeNow('minute', budget.limits.minute, budget.key, now),
-      () => takeNow('day', budget.limits.day, budget.key, now),
-      () => dayHere(budget, now),
+      day === null ? null : () => takeNow('day', day, budget.key, now),
+      day === null ? null : () => dayHere(budget, day, now),
       now,
     );
   }
@@ -239,27 +242,32 @@ export function createRateLimiter(opts: {
       }
       answered();
       const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
+      const day = budget.limits.day;
       return outcome(
         budget,
         minute,
-        async () => {
-          try {
-            const d = await take('day', budget.limits.day, budget.key);
-            return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
-          } catch (err) {
-            failed(err);
-            return takeNow('day', budget.limits.day, budget.key, clock());
-          }
-        },
-        async () => {
-          try {
-            const d = await limiterFor('day', budget.limits.day).get(budget.key);
-            return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= budget.limits.day } : null;
-          } catch (err) {
-            failed(err);
-            return dayHere(budget, clock());
-          }
-        },
+        day === null
+          ? null
+          : async () => {
+              try {
+                const d = await take('day', day, budget.key);
+                return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
+              } catch (err) {
+                failed(err);
+                return takeNow('day', day, budget.key, clock());
+              }
+            },
+        day === null
+          ? null
+          : async () => {
+              try {
+                const d = await limiterFor('day', day).get(budget.key);
+                return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= day } : null;
+              } catch (err) {
+                failed(err);
+                return dayHere(budget, day, clock());
+              }
+            },
         clock(),
       );
     })();
@@ -278,13 +286,14 @@ export function createRateLimiter(opts: {
 
   const perClient = opts.publicPerClient ?? 0;
   /**
-   * One client address's allowance with the account's public keys: per minute only (its day window, 1,440 minutes'
-   * worth, never binds). IPv6 addresses count per /64, the block one subscriber usually gets.
+   * One client address's allowance with the account's public keys: per minute only. (It had a day window of 1,440
+   * minutes' worth, which never bound and cost a counter per request: one more Redis round trip.) IPv6 addresses
+   * count per /64, the block one subscriber usually gets.
    */
   const clientBudget = (auth: AuthContext, client: string): Budget => ({
     kind: 'client',
     key: `client:${auth.accountId}:${clientBlock(client)}`,
-    limits: { minute: perClient, day: perClient * 1_440 },
+    limits: { minute: perClient, day: null },
     name: 'rate limit',
     note: ' for one client of public keys',
   });

@@ -522,6 +522,9 @@ describe('rate limits with Redis', () => {
       // Another client: its own allowance, but the public share (3 of 6) has one left.
       assert.deepEqual([await take(1, 'public', '203.0.113.2'), await take(0, 'public', '203.0.113.2')], ['2/0', 'public-key rate limit of 3 requests per minute exceeded (public keys may use 50% of the account\'s 6 per minute and 1000 per day)']);
       assert.deepEqual([await take(0, 'server'), await take(1, 'server'), await take(0, 'server'), await take(1, 'server')], ['6/2', '6/1', '6/0', 'rate limit of 6 requests per minute exceeded']);
+      // A client allowance is a minute window only: no day counter (one Redis round trip per request) is kept for it.
+      assert.equal((await redis.keys(`${keyPrefix}:minute*client:${accountId}:*`)).length, 2);
+      assert.deepEqual(await redis.keys(`${keyPrefix}:day*client:${accountId}:*`), []);
     } finally {
       await Promise.all(nodes.map((n) => n.close()));
     }
