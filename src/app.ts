@@ -92,7 +92,7 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
   ['post /chat/conversations', 'startChatConversation'], ['get /chat/conversations/{id}', 'getChatConversation'],
   ['post /chat/conversations/{id}/messages', 'sendChatMessage'], ['post /chat/conversations/{id}/contact', 'leaveChatContact'],
   ['post /chat/conversations/{id}/escalate', 'escalateChatConversation'], ['post /chat/conversations/{id}/end', 'endChatConversation'],
-  ['get /conversations', 'listConversations'], ['get /conversations/{id}', 'getConversation'], ['delete /conversations/{id}', 'deleteConversation'],
+  ['get /conversations', 'listConversations'], ['get /conversations/{id}', 'getConversation'], ['delete /conversations/{id}', 'deleteConversation'], ['delete /conversations', 'deleteCustomerConversations'],
   ['get /analytics/overview', 'getAnalyticsOverview'], ['get /analytics/topics', 'getAnalyticsTopics'],
   ['get /webhooks', 'listWebhooks'], ['post /webhooks', 'createWebhook'], ['get /webhooks/{id}', 'getWebhook'],
   ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],

@@ -139,6 +139,14 @@ export class Conversations extends ListResource<{ query: T.ConversationListParam
   delete(id: string, options?: RequestOptions): Promise<T.Deleted> {
     return this.http.delete<T.Deleted>(`/conversations/${seg(id)}`, options);
   }
+
+  /**
+   * Erases every conversation of one customer (each as `delete` does); answers how many, 0 when none are left, so
+   * a retry after a lost answer succeeds.
+   */
+  deleteByCustomer(customerId: string, options?: RequestOptions): Promise<T.CustomerErased> {
+    return this.http.delete<T.CustomerErased>('/conversations', options, { customerId });
+  }
 }
 
 export class Rundowns extends ListResource<{ query: T.RundownListParams; page: T.RundownList; item: T.Rundown; record: T.Rundown }> {

@@ -150,8 +150,8 @@ export class Transport {
   put<T>(path: string, body: unknown, options?: RequestOptions) {
     return this.request<T>('PUT', path, { body, options });
   }
-  delete<T>(path: string, options?: RequestOptions) {
-    return this.request<T>('DELETE', path, { options });
+  delete<T>(path: string, options?: RequestOptions, query?: Record<string, QueryValue>) {
+    return this.request<T>('DELETE', path, { query, options });
   }
 
   async request<T>(method: Method, path: string, req: { query?: Record<string, QueryValue> | undefined; body?: unknown; options?: RequestOptions | undefined }): Promise<T> {

@@ -8,7 +8,7 @@ import type { Deleted as DeletedSchema } from '../http/schemas.js';
 import type { Overview, OverviewQuery, TopicList, TopicsQuery } from '../modules/analytics/analytics.schemas.js';
 import type { AssistantSettings as AssistantSettingsSchema, UpdateAssistantSettingsBody } from '../modules/assistant/assistant.schemas.js';
 import type { ContactBody, ConversationOnly, EscalateBody, SendMessageBody, SentMessages, StartConversationBody, StartedConversation } from '../modules/chat/chat.schemas.js';
-import type { ConversationList as ConversationListSchema, ConversationListItem as ConversationListItemSchema, ConversationRecord, ListConversationsQuery, Message as MessageSchema } from '../modules/conversations/conversations.schemas.js';
+import type { ConversationList as ConversationListSchema, ConversationListItem as ConversationListItemSchema, ConversationRecord, CustomerErased as CustomerErasedSchema, ListConversationsQuery, Message as MessageSchema } from '../modules/conversations/conversations.schemas.js';
 import type { CreateDocumentBody, CreatedDocument as CreatedDocumentSchema, DocumentList as DocumentListSchema, DocumentListItem as DocumentListItemSchema, DocumentRecord, ListDocumentsQuery, UpdateDocumentBody } from '../modules/documents/documents.schemas.js';
 import type { CreateFaqBody, FaqList as FaqListSchema, FaqRecord, ListFaqsQuery, UpdateFaqBody } from '../modules/faqs/faqs.schemas.js';
 import type { CreateRundownBody, ListRundownsQuery, RundownList as RundownListSchema, RundownRecord } from '../modules/rundowns/rundowns.schemas.js';
@@ -36,6 +36,7 @@ export type Conversation = Static<typeof ConversationRecord>;
 export type ConversationListItem = Static<typeof ConversationListItemSchema>;
 export type ConversationList = Static<typeof ConversationListSchema>;
 export type ConversationListParams = Partial<ListConversationsQuery>;
+export type CustomerErased = Static<typeof CustomerErasedSchema>;
 export type Message = Static<typeof MessageSchema>;
 
 export type AnalyticsOverview = Static<typeof Overview>;

@@ -148,6 +148,12 @@ for (const dialect of DIALECTS) {
       await assertCode(parley.conversations.get(id), 'NOT_FOUND', 404);
       await assertCode(parley.chat.get(id), 'NOT_FOUND', 404);
       await assertCode(parley.conversations.delete(id), 'NOT_FOUND', 404);
+
+      // Every conversation of one customer at once.
+      const ids = [(await parley.chat.start({ customerId: 'cus_gone' })).conversation.id, (await parley.chat.start({ customerId: 'cus_gone' })).conversation.id];
+      assert.deepEqual(await parley.conversations.deleteByCustomer('cus_gone'), { deleted: true, count: 2 });
+      for (const gone of ids) await assertCode(parley.conversations.get(gone), 'NOT_FOUND', 404);
+      assert.deepEqual(await parley.conversations.deleteByCustomer('cus_gone'), { deleted: true, count: 0 });
     });
 
     test('chat: contact and escalate', async () => {

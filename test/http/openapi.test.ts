@@ -24,6 +24,7 @@ const ROUTES = [
   ['post', '/chat/conversations/{id}/escalate', '200', true],
   ['post', '/chat/conversations/{id}/end', '200', true],
   ['get', '/conversations', '200', false],
+  ['delete', '/conversations', '200', false],
   ['get', '/conversations/{id}', '200', true],
   ['delete', '/conversations/{id}', '200', true],
   ['get', '/analytics/overview', '200', false],

@@ -119,6 +119,16 @@ export const conversationsRepository = {
       .execute();
   },
 
+  /**
+   * One customer's conversations after the key (`created_at`, `id`) given, oldest first: a page of an erasure that
+   * walks them by key, so the rows it erased before cannot make it read or skip any twice.
+   */
+  ofCustomerAfter(db: Conn, accountId: string, customerId: string, after: { createdAt: number; id: string } | null, limit: number) {
+    let q = db.selectFrom('conversations').select(['id', 'created_at']).where('account_id', '=', accountId).where('customer_id', '=', customerId);
+    if (after) q = q.where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+    return q.orderBy('created_at').orderBy('id').limit(pageLimit(limit)).execute();
+  },
+
   /** In order of occurrence: seq (the position in the conversation) orders messages of the same millisecond. */
   messages(db: Conn, accountId: string, conversationId: string) {
     return db

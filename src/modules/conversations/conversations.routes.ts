@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { Deleted, IdParams, responses } from '../../http/schemas.js';
-import { ConversationList, ConversationRecord, ListConversationsQuery } from './conversations.schemas.js';
+import { ConversationList, ConversationRecord, CustomerErased, EraseCustomerQuery, ListConversationsQuery } from './conversations.schemas.js';
 
 export const conversationsRoutes =
   (ctx: AppContext): FastifyPluginAsyncTypebox =>
@@ -38,5 +38,20 @@ export const conversationsRoutes =
         response: responses(200, Deleted, [404]),
       },
       handler: async (req) => ({ success: true as const, data: await svc.erase(req.auth.accountId, req.params.id) }),
+    });
+
+    app.delete('/conversations', {
+      config: { scope: 'conversations:write' },
+      schema: {
+        tags,
+        summary: "Erase every conversation of one customer",
+        description:
+          'Erases each conversation whose customerId is the one given, as DELETE /conversations/{id} does (each emits its own conversation.erased), ' +
+          'for a customer who asks to have all their data deleted. customerId is required. Answers how many were erased: 0 when none are left, ' +
+          'so a repeated request (a retry whose answer was lost) succeeds too. A request cut off part-way leaves the rest for the next one.',
+        querystring: EraseCustomerQuery,
+        response: responses(200, CustomerErased),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.eraseCustomer(req.auth.accountId, req.query.customerId) }),
     });
   };

@@ -23,6 +23,18 @@ export const ListConversationsQuery = Type.Object(
 );
 export type ListConversationsQuery = Static<typeof ListConversationsQuery>;
 
+/** Which customer's conversations to erase: required, so a bare DELETE /conversations can never mean "all of them". */
+export const EraseCustomerQuery = Type.Object(
+  { customerId: Type.String({ minLength: 1, maxLength: 256, description: "the customer's id, as given when the conversation started (exact match)" }) },
+  { additionalProperties: false },
+);
+export type EraseCustomerQuery = Static<typeof EraseCustomerQuery>;
+
+export const CustomerErased = Type.Object({
+  deleted: Type.Boolean(),
+  count: Type.Integer({ description: 'conversations this request erased (0 when the customer had none left)' }),
+});
+
 /** CONTRACT §4 list item, plus outcome and topic so every analytics figure can be recomputed from the list. */
 export const ConversationListItem = Type.Object({
   id: Type.String(),

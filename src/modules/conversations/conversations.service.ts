@@ -15,6 +15,9 @@ const CLOCK_SKEW_MARGIN_MS = 5 * 60_000;
 /** Ids per IN list: a long conversation's events stay well under SQLite's and PostgreSQL's bound-value limits. */
 const ERASE_CHUNK = 500;
 
+/** Conversations read per page when erasing everything of one customer. */
+const CUSTOMER_ERASE_BATCH = 100;
+
 /** The conversation an event's payload is about, if it names one. */
 function conversationOf(payload: string): unknown {
   return parseJson<{ data?: { conversationId?: unknown } } | null>(payload, null)?.data?.conversationId;
@@ -136,6 +139,30 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
       if (!done) throw notFound('conversation', id);
       erased[reason]++;
       return { deleted: true };
+    },
+
+    /**
+     * Erases every conversation of one customer, as `erase` does each (its own transaction, its own conversation.erased
+     * notice), oldest first; one erased meanwhile by another request is skipped. Answers how many this call erased.
+     * Fails part-way only on a database error: what was erased stays erased, and calling again finishes the rest.
+     */
+    async eraseCustomer(accountId: string, customerId: string) {
+      let count = 0;
+      let after: { createdAt: number; id: string } | null = null;
+      for (;;) {
+        const rows = await repo.ofCustomerAfter(db, accountId, customerId, after, CUSTOMER_ERASE_BATCH);
+        for (const r of rows) {
+          try {
+            await service.erase(accountId, r.id);
+            count++;
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
+          }
+        }
+        const last = rows.at(-1);
+        if (!last || rows.length < CUSTOMER_ERASE_BATCH) return { deleted: true, count };
+        after = { createdAt: last.created_at, id: last.id };
+      }
     },
 
     /**

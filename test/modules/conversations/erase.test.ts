@@ -54,8 +54,8 @@ for (const dialect of DIALECTS) {
     const t = useTestApp(dialect);
 
     /** A conversation with messages, a fired workflow, webhook deliveries (pending: no worker runs here) and Idempotency-Keys. */
-    async function conversation(key: string, tag: string) {
-      const started = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId: `cust-${tag}`, customerEmail: `${tag}@example.test` }, headers: { 'idempotency-key': `start-${tag}` } });
+    async function conversation(key: string, tag: string, customerId = `cust-${tag}`) {
+      const started = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId, customerEmail: `${tag}@example.test` }, headers: { 'idempotency-key': `start-${tag}` } });
       assert.equal(started.status, 201, started.text);
       const id = started.body.data.conversation.id as string;
       for (const [i, content] of ['I want to book a demo, my email is jo@acme.test', 'how long does shipping take?'].entries()) {
@@ -215,6 +215,66 @@ for (const dialect of DIALECTS) {
       const before = await traces(t, a.accountId, id);
       assert.equal(before.conversations, 1);
       assert.equal(before.messages, 5);
+    });
+
+    test('DELETE /v1/conversations?customerId= erases every conversation of that customer, each with its notice; others stay', async () => {
+      const a = await setUp();
+      const other = await t.account();
+      // An id with characters a query string must encode.
+      const customer = 'crm/42 & co?';
+      const gone = [await conversation(a.key, 'c1', customer), await conversation(a.key, 'c2', customer), await conversation(a.key, 'c3', customer)];
+      const kept = await conversation(a.key, 'c4', 'crm/43');
+      const theirs = await conversation(other.key, 'c5', customer);
+      const keptBefore = await traces(t, a.accountId, kept);
+      const theirsBefore = await traces(t, other.accountId, theirs);
+
+      const path = `/v1/conversations?customerId=${encodeURIComponent(customer)}`;
+      const reader = await t.ctx.services.accounts.createKey({ accountId: a.accountId, scopes: ['conversations:read', 'chat'] });
+      assert.equal((await t.request('DELETE', path, { key: reader.key })).status, 403);
+      const r = await t.request('DELETE', path, { key: a.key });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.body, { success: true, data: { deleted: true, count: 3 } });
+      for (const id of gone) {
+        assert.deepEqual(await traces(t, a.accountId, id), { conversations: 0, messages: 0, workflowRuns: 0, events: 0, deliveries: 0, attempts: 0, idempotencyKeys: 0 });
+      }
+      assert.deepEqual(await traces(t, a.accountId, kept), keptBefore);
+      assert.deepEqual(await traces(t, other.accountId, theirs), theirsBefore);
+      const notices = await t.ctx.db.selectFrom('deliveries').select('body').where('account_id', '=', a.accountId).where('event', '=', 'conversation.erased').execute();
+      assert.deepEqual(notices.map((n) => JSON.parse(n.body).data).sort((x, y) => x.conversationId.localeCompare(y.conversationId)), gone.map((id) => ({ conversationId: id, customerId: customer })).sort((x, y) => x.conversationId.localeCompare(y.conversationId)));
+      // Nothing left: a repeat (a retry whose answer was lost) succeeds and erases nothing.
+      assert.deepEqual((await t.request('DELETE', path, { key: a.key })).body, { success: true, data: { deleted: true, count: 0 } });
+
+      // customerId is required, so a bare DELETE never means "every conversation"; other parameters are refused.
+      for (const [bad, message] of [
+        ['/v1/conversations', /customerId/],
+        ['/v1/conversations?customerId=', /customerId/],
+        ['/v1/conversations?customerId=crm%2F43&status=ended', /status/],
+      ] as const) {
+        const refused = await t.request('DELETE', bad, { key: a.key });
+        assert.equal(refused.status, 400, bad);
+        assert.equal(refused.body.error.code, 'INVALID_REQUEST');
+        assert.match(refused.body.error.message, message);
+      }
+      assert.deepEqual(await traces(t, a.accountId, kept), keptBefore);
+    });
+
+    test('erasing a customer walks past a page of conversations (100) without skipping or repeating any', async () => {
+      const a = await t.account();
+      // Rows as the chat channel leaves them, several in the same millisecond, so the walk's tie-break (id) is used.
+      const base = Date.now() - DAY;
+      const ids: string[] = [];
+      for (let i = 0; i < 205; i++) {
+        const id = await insertConversation(t.ctx.db, a.accountId, { customer_id: 'bulk', created_at: base + Math.floor(i / 3) });
+        await insertMessage(t.ctx.db, a.accountId, id, { created_at: base + Math.floor(i / 3) });
+        ids.push(id);
+      }
+      const other = await insertConversation(t.ctx.db, a.accountId, { customer_id: 'bulky', created_at: base });
+      const r = await t.request('DELETE', '/v1/conversations?customerId=bulk', { key: a.key });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.data.count, 205);
+      const left = await t.ctx.db.selectFrom('conversations').select('id').where('account_id', '=', a.accountId).execute();
+      assert.deepEqual(left.map((c) => c.id), [other]);
+      assert.equal((await t.ctx.db.selectFrom('messages').select('id').where('account_id', '=', a.accountId).execute()).length, 0);
     });
 
     test('messages sent while it is erased either are erased with it or find no conversation: nothing is left behind', async () => {

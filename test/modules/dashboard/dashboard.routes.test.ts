@@ -487,6 +487,21 @@ for (const dialect of DIALECTS) {
         assert.equal(page.$(`#conversations tr[data-id="${convId}"]`), null);
         assert.equal((await t.request('GET', `/v1/conversations/${convId}`, { key: own })).status, 404);
 
+        // Every conversation of one customer, from one of them.
+        const more: string[] = [];
+        for (let i = 0; i < 2; i++) {
+          const r = await t.request('POST', '/v1/chat/conversations', { key: own, body: { customerId: 'cus dash/2' } });
+          more.push(r.body.data.conversation.id as string);
+        }
+        page.window.location.hash = `#/conversations/${encodeURIComponent(more[0]!)}`;
+        const second = await until(() => page.$(`#transcript[data-id="${more[0]}"]`), 'the first of that customer');
+        page.confirmAnswer = true;
+        click(second.querySelector('[data-action=delete-customer]'), 'erase-all button');
+        assert.match(page.confirmed.at(-1)!, /^Erase every conversation with customer cus dash\/2, this one included\?/);
+        await until(() => page.message().startsWith('Erased'), 'the erase-all message');
+        assert.equal(page.message(), 'Erased 2 conversations of customer cus dash/2.');
+        for (const id of more) assert.equal((await t.request('GET', `/v1/conversations/${id}`, { key: own })).status, 404);
+
         click(page.$('[data-nav=knowledge]'), 'knowledge tab');
         await until(() => page.$(`#faqs tr[data-id="${faqId}"]`), 'the FAQ');
         assert.ok(page.$(`#documents tr[data-id="${doc.body.data.id}"]`), 'the document');

@@ -156,9 +156,9 @@
   }
 
   /** A delete button that asks `question` first and then runs `remove` as act() does. */
-  function deleteButton(label, question, remove) {
+  function deleteButton(label, question, remove, action = 'delete') {
     const onclick = (e) => (window.confirm(question) ? act(e.currentTarget, remove) : undefined);
-    return h('button', { type: 'button', class: 'danger', 'data-action': 'delete', onclick }, label);
+    return h('button', { type: 'button', class: 'danger', 'data-action': action, onclick }, label);
   }
 
   function showSignIn() {
@@ -640,6 +640,17 @@
               await go('#/conversations');
               showMessage(`Conversation erased: ${c.id}.`, 'ok');
             },
+          ),
+          // A deletion request is usually about the person: every conversation with the same customer id.
+          deleteButton(
+            "Erase all of this customer's conversations",
+            `Erase every conversation with customer ${c.customerId}, this one included? Their messages, events and webhook deliveries not yet sent are deleted for good; what webhooks already delivered is not recalled.`,
+            async () => {
+              const out = await api('DELETE', '/conversations', { query: { customerId: c.customerId } });
+              await go('#/conversations');
+              showMessage(`Erased ${out.count} conversation${out.count === 1 ? '' : 's'} of customer ${c.customerId}.`, 'ok');
+            },
+            'delete-customer',
           ),
         ),
       ),
