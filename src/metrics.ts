@@ -8,6 +8,7 @@ import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node
 import type { Kysely } from 'kysely';
 import type { DialectName } from './db/database.js';
 import type { DB } from './db/schema.js';
+import { transactionRetries } from './db/unit-of-work.js';
 import { createHttpMetrics } from './http/metrics.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { Clock } from './lib/clock.js';
@@ -187,6 +188,8 @@ export function createMetrics(parts: MetricsParts) {
     for (const [reason, n] of Object.entries(parts.conversations.erased)) out.sample('parley_conversations_erased_total', labelPairs({ reason }), n);
     out.family('parley_history_pruned_total', 'counter', 'Finished webhook deliveries and emitted events this process deleted under DELIVERY_RETENTION, by kind.');
     for (const [kind, n] of Object.entries(parts.webhooks.pruned)) out.sample('parley_history_pruned_total', labelPairs({ kind }), n);
+    out.family('parley_db_transaction_retries_total', 'counter', 'PostgreSQL write transactions this process ran again after losing a deadlock or a serialization failure, by reason.');
+    for (const [reason, n] of Object.entries(transactionRetries)) out.sample('parley_db_transaction_retries_total', labelPairs({ reason }), n);
   }
 
   function apiFigures(out: Exposition, limiter: RateLimiter) {

@@ -91,19 +91,53 @@ export function afterCommit(trx: Kysely<DB>, fn: () => void): boolean {
 }
 
 /**
+ * PostgreSQL's answers that mean "this transaction lost a race and was rolled back, run it again": deadlock_detected
+ * and serialization_failure. Nothing of it was written, so running the body again is safe.
+ */
+const RETRYABLE: Record<string, 'deadlock' | 'serialization'> = { '40P01': 'deadlock', '40001': 'serialization' };
+/** Runs of one write transaction in all: the first and up to two more. */
+const MAX_RUNS = 3;
+/** Write transactions run again after a deadlock or a serialization failure, since start (GET /metrics reads them). */
+export const transactionRetries = { deadlock: 0, serialization: 0 };
+
+/**
  * A write transaction, with the current unit of work's `beforeCommit` before COMMIT: `db.transaction()`, or on
  * SQLite one job of the database's group commit, so the writes of concurrent requests share one commit (one sync).
  * Once it has committed, the `afterCommit` hooks its body registered run.
+ *
+ * On PostgreSQL a transaction the server rolled back as a deadlock's victim (or for a serialization failure) is run
+ * again, after a short random pause, up to MAX_RUNS times: the lock orders known to deadlock were fixed where they
+ * were found, and this keeps one that was not from reaching a client as a 500 or failing a worker's batch. Bodies
+ * must therefore write only through `trx` (and register what happens after the commit with afterCommit); every body
+ * here does. SQLite has one writer and cannot deadlock.
  */
 export async function writeTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  const hooks: Array<() => void> = [];
+  let hooks: Array<() => void> = [];
   const body = (trx: Transaction<DB>) => {
     // A group commit runs its jobs one after another on one transaction: each job's hooks are its own.
     commitHooks.set(trx, hooks);
     return fn(trx);
   };
   const writer = writers.get(db);
-  const value = await (writer ? writer(body) : db.transaction().execute(committingWith(currentUnitOfWork(), body)));
+  let value: T;
+  if (writer) value = await writer(body);
+  else {
+    const uow = currentUnitOfWork();
+    for (let run = 1; ; run++) {
+      try {
+        value = await db.transaction().execute(committingWith(uow, body));
+        break;
+      } catch (err) {
+        const reason = RETRYABLE[(err as { code?: unknown }).code as string];
+        if (!reason || run >= MAX_RUNS) throw err;
+        transactionRetries[reason]++;
+        // The hooks of the rolled-back run never run; the next run registers its own.
+        hooks = [];
+        // Apart, so the two sides of the race do not meet again in the same order.
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * run));
+      }
+    }
+  }
   for (const hook of hooks) hook();
   return value;
 }

@@ -230,6 +230,8 @@ for (const dialect of DIALECTS) {
       assert.ok(delta(before, after, 'parley_conversations_erased_total', { reason: 'retention' })! >= 1);
       assert.equal(delta(before, after, 'parley_history_pruned_total', { kind: 'events' }), pruned.events);
       assert.equal(delta(before, after, 'parley_history_pruned_total', { kind: 'deliveries' }), pruned.deliveries);
+      // Transactions run again after a deadlock (test/db/deadlock-retry.test.ts makes one): reported, none here.
+      for (const reason of ['deadlock', 'serialization']) assert.equal(typeof after.value('parley_db_transaction_retries_total', { reason }), 'number', reason);
     });
 
     test('process figures: version and dialect, uptime, memory, CPU, event-loop delay and busy time', async () => {
