@@ -100,8 +100,10 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy?: (e?: Error) 
     body.destroy?.();
   }
   const buf = Buffer.concat(chunks).subarray(0, max);
-  // stream mode drops an incomplete multi-byte sequence cut at the 4 KiB boundary
-  return new TextDecoder('utf-8', { fatal: false }).decode(buf, { stream: true });
+  // stream mode drops an incomplete multi-byte sequence cut at the 4 KiB boundary. U+0000 (a binary or gzip
+  // answer) becomes U+FFFD as undecodable bytes do: PostgreSQL text cannot hold it, and the failed INSERT rolled
+  // back the whole batch of attempt records, so every delivery in it was sent again at each lease expiry.
+  return new TextDecoder('utf-8', { fatal: false }).decode(buf, { stream: true }).replaceAll('\0', '\uFFFD');
 }
 
 /**

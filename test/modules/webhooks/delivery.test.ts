@@ -76,6 +76,34 @@ for (const dialect of DIALECTS) {
       assert.equal(forHook(rx, '/other-kind').length, 0, 'not subscribed');
     });
 
+    test('a receiver answering NUL bytes (binary, gzip) is recorded like any other, and so is the rest of the batch', async () => {
+      // PostgreSQL text cannot hold U+0000: storing such an answer as it came failed the whole batch of records, so
+      // every delivery in it stayed pending and was sent again at each lease expiry.
+      const srv = await startServer((req, res) => {
+        res.writeHead(req.url === '/nul-fail' ? 500 : 200);
+        res.end(Buffer.from([0x1f, 0x8b, 0x00, 0x61, 0x00]));
+      });
+      try {
+        const nul = await hook(`${srv.url}/nul`, ['conversation.ended']);
+        const nulFail = await hook(`${srv.url}/nul-fail`, ['conversation.ended']);
+        const plain = await hook(`${rx.url}/beside-nul`, ['conversation.ended']);
+        const sent = await t.request('POST', `/v1/webhooks/${nul}/test`, { key: t.key, body: {} });
+        assert.equal(sent.status, 200, sent.text);
+        assert.equal(sent.body.data.status, 'succeeded');
+        assert.equal(sent.body.data.attempts[0].responseBody, '\u001f\ufffd\ufffda\ufffd');
+        await emit(t, t.accountId, 'conversation.ended', { n: 1 });
+        for (const [id, want] of [[nul, 'succeeded'], [nulFail, 'pending'], [plain, 'succeeded']] as const) {
+          const d = await waitFor(async () => {
+            const l = await t.request('GET', `/v1/webhooks/${id}/deliveries?limit=1`, { key: t.key });
+            return l.body.data.deliveries[0]?.attempts.length ? l.body.data.deliveries[0] : undefined;
+          }, `an attempt recorded for ${id}`);
+          assert.equal(d.status, want);
+        }
+      } finally {
+        await srv.close();
+      }
+    });
+
     test('a rolled-back transaction delivers nothing', async () => {
       await hook(`${rx.url}/rollback`);
       await assert.rejects(
