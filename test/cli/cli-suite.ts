@@ -237,6 +237,23 @@ export function cliSuite(dialect: DialectName) {
       assert.match(noName.stderr, /--name is required/);
     });
 
+    // Both dialects: PostgreSQL keeps the limits in 32-bit integer columns and answered a larger one with "unexpected
+    // error: value … is out of range for type integer" (exit 1), where SQLite took it.
+    test('enterprise limits up to 2147483647 are taken; a larger one is refused as bad usage, on either database', async () => {
+      const ok = await cli(['accounts', 'create', '--name', 'Max', '--plan', 'enterprise', '--rate-limit-minute', '2147483647', '--rate-limit-day', '2147483647', '--json'], c.env);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal(oneJson(ok).rateLimitDay, 2147483647);
+      const [minute, day] = await Promise.all([
+        cli(['accounts', 'create', '--name', 'TooBig', '--plan', 'enterprise', '--rate-limit-minute', '2147483648', '--rate-limit-day', '10', '--json'], c.env),
+        cli(['accounts', 'create', '--name', 'TooBig', '--plan', 'enterprise', '--rate-limit-minute', '10', '--rate-limit-day', '3000000000', '--json'], c.env),
+      ]);
+      assert.equal(minute.code, 2, minute.stdout);
+      assert.match(oneJson(minute).error, /^--rate-limit-minute must be at most 2147483647$/);
+      assert.equal(day.code, 2, day.stdout);
+      assert.match(oneJson(day).error, /^--rate-limit-day must be at most 2147483647$/);
+      assert.ok(!oneJson(await cli(['accounts', 'list', '--json'], c.env)).accounts.some((a: any) => a.name === 'TooBig'), 'nothing created');
+    });
+
     test('keys: server by default with every scope; public has chat; free refuses server keys clearly; list shows no secret; revoke → 401 over HTTP', async () => {
       const acct = oneJson(await cli(['accounts', 'create', '--name', 'Keys Co', '--plan', 'pro', '--json'], c.env));
       const server = oneJson(await cli(['keys', 'create', '--account', acct.id, '--json'], c.env));

@@ -18,6 +18,9 @@ export class AccountsExistError extends AccountsError {
   }
 }
 
+/** The accounts' limit columns are 32-bit integers on PostgreSQL: a larger limit failed there as an unexpected error. */
+const MAX_RATE_LIMIT = 2_147_483_647;
+
 export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
 
 export interface CreateAccountInput {
@@ -73,6 +76,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
         for (const [flag, v] of [['--rate-limit-minute', input.rateLimitMinute], ['--rate-limit-day', input.rateLimitDay]] as const) {
           if (v === undefined) throw new AccountsError(`${flag} is required for the enterprise plan`);
           if (!Number.isInteger(v) || v < 1) throw new AccountsError(`${flag} must be a positive integer`);
+          if (v > MAX_RATE_LIMIT) throw new AccountsError(`${flag} must be at most ${MAX_RATE_LIMIT}`);
         }
       } else if (custom) {
         throw new AccountsError('--rate-limit-minute and --rate-limit-day are only accepted for the enterprise plan');
