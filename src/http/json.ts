@@ -159,6 +159,15 @@ export function registerParamGuard(app: FastifyInstance) {
       if (BAD_ENCODING in values) return done(invalidRequest(BAD_URL_MESSAGE));
       const problem = findTextProblem(values, part);
       if (problem) return done(invalidRequest(problem));
+      // The parser reads a repeated parameter as an array, which validation would call a value of the wrong type
+      // ("query.limit must be an integer" for limit=5&limit=6). No query field takes a list; an unknown repeated
+      // name is left to the unknown-field rule.
+      const declared = (partSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+      for (const [name, v] of Object.entries(values)) {
+        if (Array.isArray(v) && Object.hasOwn(declared, name)) {
+          return done(invalidRequest(`${part}.${name} must be given once, not ${v.length} times`));
+        }
+      }
       for (const name of integerFields(partSchema)) {
         const v = (values as Record<string, unknown>)[name];
         if (typeof v === 'string' && !DECIMAL_INTEGER.test(v)) {

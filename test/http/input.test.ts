@@ -103,6 +103,19 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.body.data.title, 'replacement \ufffd char');
     });
 
+    test('a query parameter given twice is refused as such, not as a value of the wrong type', async () => {
+      // The parser reads a repeated parameter as an array: "query.limit must be an integer" for limit=5&limit=6.
+      for (const [path, name] of [
+        ['/v1/documents?limit=5&limit=6', 'limit'],
+        ['/v1/documents?status=active&status=draft', 'status'],
+        ['/v1/conversations?from=2026-01-01&from=2026-02-01', 'from'],
+        ['/v1/faqs?offset=0&category=a&offset=0', 'offset'],
+      ] as const) {
+        assertInvalid(await t.request('GET', path, { key: t.key }), new RegExp(`^query\\.${name} must be given once, not 2 times$`));
+      }
+      assertInvalid(await t.request('GET', '/v1/documents?foo=1&foo=2', { key: t.key }), /^query\.foo is not a known field$/);
+    });
+
     test('integer query parameters take plain decimal digits only', async () => {
       for (const [path, value] of [
         ['/v1/documents', '1e1'],
