@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DialectName } from '../../db/database.js';
 import { pageLimit } from '../../db/pagination.js';
@@ -228,31 +228,51 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     }).then(flush);
   }
 
+  /** Writes the records of `list` in the transaction `trx`. */
+  async function writeRecords(trx: Transaction<DB>, list: Outcome[]) {
+    // The common case, this worker's attempts that succeeded, SUCCESS_CHUNK at a time in two statements (one
+    // UPDATE, one multi-row INSERT): recorded one by one, two round trips each, they bounded a PostgreSQL
+    // worker's rate once sends wait for records. Whole chunks only, since every statement text is prepared once
+    // per connection on PostgreSQL (database.ts) and a text per batch size would fill that cache; the rest,
+    // and every other outcome, one by one.
+    const plain = list.filter((o) => o.kind === 'auto' && o.res.ok && !o.uow && o.leaseOwner === owner);
+    const chunked = plain.slice(0, plain.length - (plain.length % SUCCESS_CHUNK));
+    const inChunks = new Set(chunked);
+    const single = list.filter((o) => !inChunks.has(o));
+    await lockWebhooks(trx, single);
+    for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
+    for (const o of single) await writeOutcome(trx, o);
+    // A manual retry's key is marked committed with its attempt's record: once the attempt is recorded, a
+    // retry of the request must not send again.
+    for (const o of list) await o.uow?.beforeCommit(trx);
+  }
+
+  function recorded(o: Outcome) {
+    o.d.attempt_count += 1;
+    if (o.kind === 'auto') o.d.auto_attempts += 1;
+    o.done();
+  }
+
   async function flush(): Promise<void> {
     const batch = outbox;
     outbox = [];
     try {
-      await db.transaction().execute(async (trx) => {
-        // The common case, this worker's attempts that succeeded, SUCCESS_CHUNK at a time in two statements (one
-        // UPDATE, one multi-row INSERT): recorded one by one, two round trips each, they bounded a PostgreSQL
-        // worker's rate once sends wait for records. Whole chunks only, since every statement text is prepared once
-        // per connection on PostgreSQL (database.ts) and a text per batch size would fill that cache; the rest,
-        // and every other outcome, one by one.
-        const plain = batch.filter((o) => o.kind === 'auto' && o.res.ok && !o.uow && o.leaseOwner === owner);
-        const chunked = plain.slice(0, plain.length - (plain.length % SUCCESS_CHUNK));
-        const inChunks = new Set(chunked);
-        const single = batch.filter((o) => !inChunks.has(o));
-        await lockWebhooks(trx, single);
-        for (let i = 0; i < chunked.length; i += SUCCESS_CHUNK) await writeSucceeded(trx, chunked.slice(i, i + SUCCESS_CHUNK));
-        for (const o of single) await writeOutcome(trx, o);
-        // A manual retry's key is marked committed with its attempt's record: once the attempt is recorded, a
-        // retry of the request must not send again.
-        for (const o of batch) await o.uow?.beforeCommit(trx);
-      });
-      for (const o of batch) {
-        o.d.attempt_count += 1;
-        if (o.kind === 'auto') o.d.auto_attempts += 1;
-        o.done();
+      try {
+        await db.transaction().execute((trx) => writeRecords(trx, batch));
+        for (const o of batch) recorded(o);
+      } catch (err) {
+        if (batch.length === 1) throw err;
+        // One record the database refuses (or a deadlock) rolled the whole batch back: every delivery in it would stay
+        // pending without its attempt and be sent again when its lease expired. Each is recorded on its own instead,
+        // so only the one at fault fails.
+        for (const o of batch) {
+          try {
+            await db.transaction().execute((trx) => writeRecords(trx, [o]));
+            recorded(o);
+          } catch (one) {
+            o.done(one);
+          }
+        }
       }
     } catch (err) {
       for (const o of batch) o.done(err);

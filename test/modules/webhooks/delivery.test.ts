@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { freePort, startServer, type TestServer } from './helpers.js';
@@ -101,6 +102,39 @@ for (const dialect of DIALECTS) {
         }
       } finally {
         await srv.close();
+      }
+    });
+
+    test("one attempt record the database refuses fails alone: the batch's other records are written", async () => {
+      const refused = await hook(`${rx.url}/refused-record`, ['escalation.submitted']);
+      const kept = await hook(`${rx.url}/kept-record`, ['escalation.submitted']);
+      // The database refuses the attempt records of one webhook's deliveries (as it refused a NUL byte, say).
+      if (dialect === 'sqlite') {
+        await sql.raw(`create trigger refuse_record before insert on delivery_attempts when (select webhook_id from deliveries where id = new.delivery_id) = '${refused}' begin select raise(abort, 'refused by the test'); end`).execute(t.ctx.db);
+      } else {
+        await sql.raw(`create function refuse_record() returns trigger language plpgsql as $$ begin if (select webhook_id from deliveries where id = new.delivery_id) = '${refused}' then raise exception 'refused by the test'; end if; return new; end $$`).execute(t.ctx.db);
+        await sql.raw('create trigger refuse_record before insert on delivery_attempts for each row execute function refuse_record()').execute(t.ctx.db);
+      }
+      try {
+        // Several events at once, so the records of both webhooks' deliveries are written in the same batches.
+        await Promise.all(Array.from({ length: 6 }, (_, n) => emit(t, t.accountId, 'escalation.submitted', { n })));
+        const deliveries = async (id: string) => (await t.request('GET', `/v1/webhooks/${id}/deliveries?limit=10`, { key: t.key })).body.data.deliveries as { status: string; attempts: unknown[] }[];
+        const done = await waitFor(async () => {
+          const l = await deliveries(kept);
+          return l.length === 6 && l.every((d) => d.status === 'succeeded' && d.attempts.length === 1) ? l : undefined;
+        }, "every delivery of the webhook whose records are accepted recorded as succeeded");
+        assert.equal(done.length, 6);
+        await waitFor(async () => forHook(rx, '/refused-record').length >= 6 || undefined, 'the refused webhook sent to');
+        await sleep(50);
+        for (const d of await deliveries(refused)) {
+          assert.equal(d.status, 'pending');
+          assert.deepEqual(d.attempts, []);
+        }
+      } finally {
+        await sql.raw('drop trigger refuse_record' + (dialect === 'sqlite' ? '' : ' on delivery_attempts')).execute(t.ctx.db);
+        if (dialect !== 'sqlite') await sql.raw('drop function refuse_record()').execute(t.ctx.db);
+        // Its pending deliveries would be sent again at each lease expiry: not this file's business any more.
+        await t.request('DELETE', `/v1/webhooks/${refused}`, { key: t.key });
       }
     });
 
