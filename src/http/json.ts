@@ -250,6 +250,12 @@ export function registerJsonParser(app: FastifyInstance) {
       if (!hasRequiredFields(schema)) return done(null, {});
       return done(invalidRequest('body is empty; send a JSON object'), undefined);
     }
+    // Bodies are read as sent: a compressed one would be refused as "not valid UTF-8" (gzip), or worse, a plain body
+    // labelled compressed would be taken as it is. Either way the header is what to fix.
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      return done(invalidRequest(`header.Content-Encoding "${encoding.slice(0, 40)}" is not supported; send the body uncompressed`), undefined);
+    }
     // The body is always decoded as UTF-8: a client that says latin1 would have its text changed silently.
     const charset = contentTypeCharset(req.headers['content-type']);
     if (charset !== undefined && !UTF8_NAMES.has(charset)) {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
 import { contentTypeCharset, findTextProblem, MAX_BODY_DEPTH, nestsDeeperThan } from '../../src/http/json.js';
 import { useTestApp, type TestResponse } from '../helpers/app.js';
@@ -209,6 +210,21 @@ for (const dialect of DIALECTS) {
         assert.equal(r.status, 201, `${type}: ${r.text}`);
         assert.equal(r.body.data.title, 'Café');
       }
+    });
+
+    test('a compressed body (Content-Encoding) is refused naming the header, and nothing is created; identity is fine', async () => {
+      const raw = '{"title":"Zipped","content":"x"}';
+      const before = (await t.request('GET', '/v1/documents?limit=1', { key: t.key })).body.data.total as number;
+      const gzipped = gzipSync(raw);
+      for (const [body, encoding] of [[gzipped, 'gzip'], [raw, 'gzip'], [raw, 'br'], [raw, 'Deflate']] as const) {
+        const r = await fetch(`${t.baseUrl}/v1/documents`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+        const out = (await r.json()) as { success: boolean; error: { code: string; message: string } };
+        assert.equal(r.status, 400, encoding);
+        assert.deepEqual(out.error, { code: 'INVALID_REQUEST', message: `header.Content-Encoding "${encoding.toLowerCase()}" is not supported; send the body uncompressed` });
+      }
+      assert.equal((await t.request('GET', '/v1/documents?limit=1', { key: t.key })).body.data.total, before);
+      const plain = await t.request('POST', '/v1/documents', { key: t.key, raw, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' } });
+      assert.equal(plain.status, 201, plain.text);
     });
   });
 }
