@@ -191,6 +191,9 @@ export function urlTextProblem(url: string): string | null {
   // The parser reads a backslash as "/": "http://a.example\\@b.example/" would be shown with one host and called
   // at another path of the first.
   if (url.includes('\\')) return 'url must not contain a backslash (write "/" or %5C)';
+  // For http and https the parser also makes a host of what follows any number of slashes: "http:///ok", "http:/ok" and
+  // "http:ok" all call http://ok/, which is not what the stored URL shows.
+  if (/^https?:/i.test(url) && !/^https?:\/\/[^/]/i.test(url)) return 'url must be written scheme://host… (two slashes, then the host)';
   return null;
 }
 

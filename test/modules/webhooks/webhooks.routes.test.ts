@@ -106,6 +106,10 @@ for (const dialect of DIALECTS) {
         // Called as http://93.184.216.34/@127.0.0.1/ while shown with 127.0.0.1 in it (found by a security audit).
         [{ url: 'http://93.184.216.34\\@127.0.0.1/' }, /^body\.url must not contain a backslash/],
         [{ url: 'https://example.com\\hooks' }, /^body\.url must not contain a backslash/],
+        // The parser would call http://ok/ for each of these.
+        [{ url: 'http:///ok' }, /^body\.url must be written scheme:\/\/host… \(two slashes, then the host\)$/],
+        [{ url: 'HTTPS:/example.com/hook' }, /^body\.url must be written scheme:\/\/host/],
+        [{ url: 'http:example.com' }, /^body\.url must be written scheme:\/\/host/],
         [{ url: 'https://example.com:0/hooks' }, /^body\.url port must be between 1 and 65535$/],
       ];
       for (const [patch, re] of cases) {
