@@ -34,7 +34,9 @@ export function parseTimeRange(q: { from?: string; to?: string }): TimeRange {
     range[field] = ms;
   }
   if (range.from !== undefined && range.to !== undefined && range.from >= range.to) {
-    throw invalidRequest('query.from must be earlier than query.to (from is inclusive, to is exclusive)');
+    // Compared as parsed, in whole milliseconds (parseIsoInstant rounds up): from=…21.2919Z, to=…21.292Z holds no
+    // stored time although its texts differ, and is refused with the others, so the message says how they compare.
+    throw invalidRequest('query.from must be earlier than query.to, counted in whole milliseconds (from is inclusive, to is exclusive)');
   }
   return range;
 }

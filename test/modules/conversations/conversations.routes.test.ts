@@ -204,6 +204,8 @@ for (const dialect of DIALECTS) {
         ['from=', /query\.from must be an ISO 8601/],
         ['from=2026-03-02&to=2026-03-01', /query\.from must be earlier than query\.to/],
         ['from=2026-03-01&to=2026-03-01', /query\.from must be earlier than query\.to/],
+        // Earlier as written, but within the same millisecond: no stored time is in it, and the message says how they compare.
+        ['from=2026-03-01T00:00:00.0001Z&to=2026-03-01T00:00:00.001Z', /^query\.from must be earlier than query\.to, counted in whole milliseconds/],
         ['status=resolved', /query\.status must be one of active, ended, escalated, all/],
         ['limit=0', /query\.limit must be at least 1/],
         ['limit=101', /query\.limit must be at most 100/],
