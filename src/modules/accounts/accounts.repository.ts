@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { lockingRead } from '../../db/locks.js';
-import { precompile } from '../../db/precompiled.js';
+import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -17,7 +17,9 @@ const bumpKnowledge = precompile((db, accountId: string, shard: number) =>
 );
 /** An account's knowledge version, selected from its knowledge_versions rows: their sum. */
 export const KNOWLEDGE_VERSION = sql<number>`coalesce(sum(n), 0)`;
-const readKnowledge = precompile((db, accountId: string) =>
+// Read before every cached documents answer (documents.routes.ts): as rows, so that on SQLite it runs straight on the
+// handle (precompileRows).
+const readKnowledge = precompileRows(['v'], (db, accountId: string) =>
   db.selectFrom('knowledge_versions').select(KNOWLEDGE_VERSION.as('v')).where('account_id', '=', accountId),
 );
 
@@ -77,7 +79,7 @@ export const accountsRepository = {
   },
   /** Grows with every committed change to the account's documents and FAQs. */
   async knowledgeVersion(db: Conn, accountId: string): Promise<number> {
-    return Number((await readKnowledge(db, accountId)).rows[0]?.v ?? 0);
+    return Number((await readKnowledge(db, accountId))[0]?.[0] ?? 0);
   },
   insertKey(db: Conn, row: DB['api_keys']) {
     return db.insertInto('api_keys').values(row).execute();
