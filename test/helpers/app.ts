@@ -35,6 +35,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** SQLite only: this file instead of an in-memory database (for tests that need another process on it). */
   sqliteFile?: string;
+  /** A second app (another process or API node) on this app's database, with its own connections. */
+  sameDatabaseAs?: TestApp;
   /** A FakeClock instead of the system clock: at this time (Unix ms), or at the real time for `true`. */
   fakeClock?: boolean | number;
   redisUrl?: string;
@@ -45,7 +47,10 @@ export interface TestAppOptions {
 }
 
 export async function createTestApp(dialect: DialectName, opts: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createTestDatabase(dialect, opts.sqliteFile ? { file: opts.sqliteFile } : {});
+  const database = await createTestDatabase(
+    dialect,
+    opts.sameDatabaseAs ? { sameAs: opts.sameDatabaseAs.database } : opts.sqliteFile ? { file: opts.sqliteFile } : {},
+  );
   // The key cache is off by default in tests, which change plans and keys straight in the database;
   // test/http/auth-cache.test.ts turns it on.
   const config = loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0', ...opts.env });

@@ -16,10 +16,15 @@ export interface TestDatabase extends Database {
 
 /**
  * A fresh, migrated database: a new in-memory SQLite (or a file, when `file` is given), or a new PostgreSQL
- * schema, so test files can run in parallel against one server. PostgreSQL being unreachable is an error,
+ * schema, so test files can run in parallel against one server; with `sameAs`, new connections to that one. PostgreSQL being unreachable is an error,
  * never a skip: CI must fail when it did not test PostgreSQL.
  */
-export async function createTestDatabase(dialect: DialectName, opts: { file?: string } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(dialect: DialectName, opts: { file?: string; sameAs?: TestDatabase } = {}): Promise<TestDatabase> {
+  if (opts.sameAs) {
+    // Another process's or node's connections to a database a test already made: closed, never dropped, here.
+    const database = openDatabase(opts.sameAs.url, { poolSize: 5 });
+    return { ...database, url: opts.sameAs.url, cleanup: () => database.close() };
+  }
   if (dialect === 'sqlite') {
     const url = `sqlite:${opts.file ?? ':memory:'}`;
     const database = openDatabase(url);

@@ -19,6 +19,14 @@ const toRecord = (r: DocumentRow) => ({
 
 export function createDocumentsService(db: Kysely<DB>, clock: Clock) {
   return {
+    /**
+     * Grows with every committed change to the account's documents (and FAQs): what the routes' kept answers are
+     * versioned by (http/versioned-answers.ts), read before the documents they show.
+     */
+    knowledgeVersion(accountId: string) {
+      return accountsRepository.knowledgeVersion(db, accountId);
+    },
+
     async list(accountId: string, q: ListDocumentsQuery) {
       const f = { status: q.status ?? 'all', limit: q.limit, offset: q.offset };
       const { rows, total } = await repo.list(db, accountId, f);
