@@ -49,6 +49,23 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(rows.map((r) => Number(r.n)), [5]);
       assert.equal(await accountsRepository.knowledgeVersion(t.database.db, fresh), 5);
     });
+
+    if (dialect === 'sqlite') {
+      test('SQLite keeps the version in one row, folding in rows an older version spread it over', async () => {
+        const { accountId: fresh, key } = await t.account();
+        const rows = () => t.database.db.selectFrom('knowledge_versions').select(['shard', 'n']).where('account_id', '=', fresh).orderBy('shard').execute();
+        await t.database.db
+          .insertInto('knowledge_versions')
+          .values([3, 7, 30].map((shard) => ({ account_id: fresh, shard, n: shard })))
+          .execute();
+        assert.equal(await accountsRepository.knowledgeVersion(t.database.db, fresh), 40);
+        const doc = await t.request('POST', '/v1/documents', { key, body: { title: 'One', content: 'Body.' } });
+        assert.equal(doc.status, 201, doc.text);
+        assert.deepEqual((await rows()).map((r) => [r.shard, Number(r.n)]), [[0, 41]]);
+        await t.request('DELETE', `/v1/documents/${doc.body.data.id}`, { key });
+        assert.deepEqual((await rows()).map((r) => [r.shard, Number(r.n)]), [[0, 42]]);
+      });
+    }
   });
 }
 
