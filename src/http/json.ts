@@ -92,6 +92,23 @@ export function findTextProblem(value: unknown, root: string): string | null {
   return null;
 }
 
+/**
+ * True when every key and value of a path or query record is a string without NUL or surrogates, so findTextProblem
+ * would find nothing: the usual request, checked without the walk's stack, the paths it builds for its message and
+ * the \p{Cs} test. Anything else (a repeated query parameter's array, an emoji) goes to the walk, which decides and
+ * words the message.
+ */
+function plainTexts(values: object): boolean {
+  for (const k of Object.keys(values)) {
+    const v = (values as Record<string, unknown>)[k];
+    if (typeof v !== 'string' || !plainText(v) || !plainText(k)) return false;
+  }
+  return true;
+}
+/** Any surrogate, paired or not (a code unit class, cheaper than \p{Cs}). */
+const SURROGATE = /[\ud800-\udfff]/;
+const plainText = (s: string) => !s.includes('\u0000') && !SURROGATE.test(s);
+
 /** Query and path integers: plain decimal digits, so `1e1`, `0x10`, ` 5` and `5.0` are not read as numbers. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
 const integerFieldsOf = new WeakMap<object, string[]>();
@@ -157,15 +174,18 @@ export function registerParamGuard(app: FastifyInstance) {
     ] as const) {
       if (!values || typeof values !== 'object') continue;
       if (BAD_ENCODING in values) return done(invalidRequest(BAD_URL_MESSAGE));
-      const problem = findTextProblem(values, part);
-      if (problem) return done(invalidRequest(problem));
-      // The parser reads a repeated parameter as an array, which validation would call a value of the wrong type
-      // ("query.limit must be an integer" for limit=5&limit=6). No query field takes a list; an unknown repeated
-      // name is left to the unknown-field rule.
-      const declared = (partSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-      for (const [name, v] of Object.entries(values)) {
-        if (Array.isArray(v) && Object.hasOwn(declared, name)) {
-          return done(invalidRequest(`${part}.${name} must be given once, not ${v.length} times`));
+      // A record of plain strings (the usual request) has nothing for the walk to find and no repeated parameter.
+      if (!plainTexts(values)) {
+        const problem = findTextProblem(values, part);
+        if (problem) return done(invalidRequest(problem));
+        // The parser reads a repeated parameter as an array, which validation would call a value of the wrong type
+        // ("query.limit must be an integer" for limit=5&limit=6). No query field takes a list; an unknown repeated
+        // name is left to the unknown-field rule.
+        const declared = (partSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+        for (const [name, v] of Object.entries(values)) {
+          if (Array.isArray(v) && Object.hasOwn(declared, name)) {
+            return done(invalidRequest(`${part}.${name} must be given once, not ${v.length} times`));
+          }
         }
       }
       for (const name of integerFields(partSchema)) {
