@@ -52,12 +52,12 @@ export function createVersionedAnswers(maxChars = 8 * 1024 * 1024): VersionedAns
         kept.delete(k);
         chars -= e.body.length;
       }
-      kept.set(k, { version, body, used: false });
-      chars += body.length;
+      // Room is made before the new answer goes in: in the map while the others were passed over, it came before
+      // those sent to the back and, never given yet, was the one evicted whenever all the others had been given.
       // Oldest first; one given since it was last passed over goes to the back once. Ends: each pass clears the
-      // marks, and the newest answer alone fits.
+      // marks, and the new answer alone fits.
       for (const [oldest, o] of kept) {
-        if (chars <= maxChars) break;
+        if (chars + body.length <= maxChars) break;
         kept.delete(oldest);
         if (o.used) {
           o.used = false;
@@ -66,6 +66,8 @@ export function createVersionedAnswers(maxChars = 8 * 1024 * 1024): VersionedAns
           chars -= o.body.length;
         }
       }
+      kept.set(k, { version, body, used: false });
+      chars += body.length;
     },
   };
 }

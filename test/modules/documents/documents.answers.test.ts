@@ -140,4 +140,14 @@ describe('versioned answers', () => {
     const kept = Array.from({ length: 17 }, (_, i) => answers.get('a', 1, `k${i}`)).filter((x) => x !== undefined);
     assert.equal(kept.length, 16);
   });
+
+  test('a new answer is kept when every other one was given since the last pass', () => {
+    const answers = createVersionedAnswers(160);
+    for (let i = 0; i < 16; i++) answers.set('a', 1, `k${i}`, 'x'.repeat(10));
+    for (let i = 0; i < 16; i++) assert.equal(answers.get('a', 1, `k${i}`), 'x'.repeat(10));
+    answers.set('a', 1, 'new', 'y'.repeat(10));
+    assert.equal(answers.get('a', 1, 'new'), 'y'.repeat(10));
+    const kept = Array.from({ length: 16 }, (_, i) => answers.get('a', 1, `k${i}`)).filter((x) => x !== undefined);
+    assert.equal(kept.length, 15, 'one of the others made room');
+  });
 });
