@@ -89,6 +89,19 @@ function counts(from?: { entries(): Iterable<[string, number]> }) {
   };
 }
 
+/**
+ * Whether the database refused the batch for something one record or one race could cause: a value (SQLSTATE class
+ * 22), a constraint (23), a deadlock or serialization failure (40), a trigger's or a procedure's exception (P0); on
+ * SQLite a constraint, a type mismatch or a value too big. Not a lost connection or a timeout: recorded one by one,
+ * a batch would wait that out once per record, and every request waiting on the next flush with it.
+ */
+export function aboutOneRecord(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  if (code.startsWith('SQLITE_')) return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG';
+  return code.length === 5 && ['22', '23', '40', 'P0'].includes(code.slice(0, 2));
+}
+
 export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const { db, dialect, clock, config, sender } = opts;
   const owner = opts.ownerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -261,7 +274,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
         await db.transaction().execute((trx) => writeRecords(trx, batch));
         for (const o of batch) recorded(o);
       } catch (err) {
-        if (batch.length === 1) throw err;
+        if (batch.length === 1 || !aboutOneRecord(err)) throw err;
         // One record the database refuses (or a deadlock) rolled the whole batch back: every delivery in it would stay
         // pending without its attempt and be sent again when its lease expired. Each is recorded on its own instead,
         // so only the one at fault fails.

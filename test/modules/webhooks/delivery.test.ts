@@ -1,12 +1,26 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { aboutOneRecord } from '../../../src/modules/webhooks/delivery.js';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { freePort, startServer, type TestServer } from './helpers.js';
 import { assertVerifies, emit, sleep, startWorker, waitFor } from './delivery-helpers.js';
 
 const SECRET = 'whsec_test_secret_1';
+
+test('a failed batch of attempt records is recorded again one by one only for errors one record or one race causes', () => {
+  // A value, a constraint, a deadlock, a trigger's exception (PostgreSQL); a constraint, a trigger, a mismatch (SQLite).
+  for (const code of ['22P05', '23505', '40P01', '40001', 'P0001', 'SQLITE_CONSTRAINT_TRIGGER', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_MISMATCH', 'SQLITE_TOOBIG']) {
+    assert.equal(aboutOneRecord(Object.assign(new Error('x'), { code })), true, code);
+  }
+  // A lost connection, a timeout, a query cancelled (statement_timeout), a busy SQLite file, no code at all: one by
+  // one, the batch would wait that out once per record.
+  for (const code of ['08006', '57014', '53300', 'ECONNRESET', 'ETIMEDOUT', 'SQLITE_BUSY', 'SQLITE_IOERR', undefined]) {
+    assert.equal(aboutOneRecord(Object.assign(new Error('x'), { code })), false, String(code));
+  }
+  assert.equal(aboutOneRecord(new Error('Query read timeout')), false);
+});
 
 for (const dialect of DIALECTS) {
   describe(`webhook deliveries (${dialect})`, () => {
