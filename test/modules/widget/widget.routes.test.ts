@@ -47,6 +47,7 @@ interface ParleyApi {
   endChat(): Promise<boolean>;
   identify(attrs: unknown): void;
   setLabels(labels: unknown): void;
+  setLanguage(tag: unknown): void;
   on(name: string, fn: (detail: any) => void): () => void;
   off(name: string, fn?: (detail: any) => void): void;
   unreadCount(): number;
@@ -107,13 +108,13 @@ for (const dialect of DIALECTS) {
 
     /** The owner's page with the snippet, loaded by jsdom from the site; the widget script from the service. */
     /** `before`: the page's own markup and scripts ahead of the snippet (its buttons, the window.Parley stub). */
-    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean; before?: string; htmlLang?: string } = {}): Promise<WidgetPage> {
+    async function openSite(o: { attrs?: Record<string, string>; key?: string; storage?: Record<string, string>; wrap?: FetchWrap; refused?: boolean; before?: string; htmlLang?: string; htmlDir?: string } = {}): Promise<WidgetPage> {
       const attrs = { 'data-key': o.key ?? pk, ...o.attrs };
       const attrText = Object.entries(attrs)
         .map(([k, v]) => ` ${k}="${v.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"`)
         .join('');
       // The host's own CSS tries hard to reach into the widget.
-      page = `<!doctype html><html${o.htmlLang ? ` lang="${o.htmlLang}"` : ''}><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
+      page = `<!doctype html><html${o.htmlLang ? ` lang="${o.htmlLang}"` : ''}${o.htmlDir ? ` dir="${o.htmlDir}"` : ''}><head><style>* { color: red !important; font-size: 40px !important } button { display: none }</style></head>
         <body><h1>Shop</h1>${o.before ?? ''}<script src="${t.baseUrl}/widget.js"${attrText} async></script></body></html>`;
       const errors: unknown[] = [];
       const virtualConsole = new VirtualConsole();
@@ -965,8 +966,27 @@ for (const dialect of DIALECTS) {
         assert.equal(w.$('.launcher')!.getAttribute('aria-label'), 'Zu: Support');
         parleyOf(w).close();
         assert.equal(w.$('.launcher')!.getAttribute('aria-label'), 'Chat öffnen: Support');
+        // Another language from now on; the page's own labels still win.
+        parleyOf(w).setLanguage('fr-CA');
+        assert.equal(labelsShown(w).lang, 'fr');
+        assert.equal(w.$('.end')!.textContent, 'Terminer le chat');
+        assert.equal(w.$('.escalate')!.textContent, 'Jemanden fragen');
+        assert.equal(w.$('.send')!.textContent, 'Los');
+        assert.equal(w.$('.launcher')!.getAttribute('aria-label'), 'Ouvrir le chat\u00a0: Support');
+        parleyOf(w).setLanguage(42);
+        assert.ok(consoleWarnings(w).some((e) => /setLanguage\(\) takes a language tag/.test(e)));
+        assert.equal(labelsShown(w).lang, 'fr');
+        assert.equal(w.$('.root')!.getAttribute('dir'), 'ltr');
       } finally {
         w.close();
+      }
+      // A right-to-left page gets a right-to-left panel.
+      const rtl = await openSite({ htmlLang: 'ar', htmlDir: 'rtl', attrs: { 'data-labels': JSON.stringify({ send: 'إرسال' }) } });
+      try {
+        assert.equal(rtl.$('.root')!.getAttribute('dir'), 'rtl');
+        assert.equal(labelsShown(rtl).lang, 'en');
+      } finally {
+        rtl.close();
       }
       const broken = await openSite({ attrs: { 'data-labels': '{send: Go}' } });
       try {

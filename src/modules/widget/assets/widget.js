@@ -314,10 +314,18 @@
       endFailed: 'Non è stato possibile terminare la chat. Riprova.',
     },
   };
-  /** The language asked for: data-lang, else the page's <html lang> (read once, at load). */
-  var ASKED = String(data.lang || document.documentElement.getAttribute('lang') || '').trim().toLowerCase().replace(/_/g, '-');
-  /** The built-in set used: the tag's own, else its language's (pt-br → pt), else English. */
-  var LANG = Object.prototype.hasOwnProperty.call(LABELS, ASKED) ? ASKED : Object.prototype.hasOwnProperty.call(LABELS, ASKED.split('-')[0]) ? ASKED.split('-')[0] : 'en';
+  /** A language tag as the labels are looked up by: lower case, `_` read as `-`. */
+  function tagOf(given) {
+    return String(given || '').trim().toLowerCase().replace(/_/g, '-');
+  }
+  /** The built-in set for a tag: its own, else its language's (pt-br → pt), else English. */
+  function setFor(tag) {
+    return Object.prototype.hasOwnProperty.call(LABELS, tag) ? tag : Object.prototype.hasOwnProperty.call(LABELS, tag.split('-')[0]) ? tag.split('-')[0] : 'en';
+  }
+  /** The language asked for: data-lang, else the page's <html lang> (read at load), else setLanguage()'s. */
+  var ASKED = tagOf(data.lang || document.documentElement.getAttribute('lang'));
+  /** The built-in set used. */
+  var LANG = setFor(ASKED);
   /**
    * The page's own wordings of single labels (data-labels, setLabels), checked: only known names, each a string
    * (or an object of plural forms with at least `other`). Anything else is said in the console and left out.
@@ -538,7 +546,9 @@
   launcher.hidden = !LAUNCHER;
   // lang: a screen reader reads the labels in their language (the conversation's text is the service's).
   // The live region is outside the panel: a reply that comes after the customer closed it is still announced.
-  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare', lang: LANG }, [launcher, panel, live]);
+  // The page's writing direction: a right-to-left page (dir="rtl" on <html>) gets a right-to-left panel, whose own
+  // labels (data-labels, setLabels) are then in its language.
+  var root = el('div', { class: LAUNCHER ? 'root' : 'root bare', lang: LANG, dir: document.documentElement.getAttribute('dir') === 'rtl' ? 'rtl' : 'ltr' }, [launcher, panel, live]);
   if (data.color) root.style.setProperty('--accent', data.color);
   shadow.appendChild(root);
 
@@ -1195,6 +1205,18 @@
     setLabels: function (given) {
       var checked = checkLabels(given, 'setLabels()');
       for (var k in checked) overrides[k] = checked[k];
+      applyLabels();
+    },
+    /**
+     * Shows the labels in another language from now on (a page that switches language without reloading), as
+     * data-lang would have; the page's own labels (data-labels, setLabels) still win. What the transcript already
+     * shows keeps its wording.
+     */
+    setLanguage: function (tag) {
+      if (typeof tag !== 'string' || !tagOf(tag)) return warn('setLanguage() takes a language tag such as "de" or "pt-BR"');
+      ASKED = tagOf(tag);
+      LANG = setFor(ASKED);
+      root.setAttribute('lang', LANG);
       applyLabels();
     },
     on: on,
