@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AuthContext } from '../modules/accounts/accounts.schemas.js';
 import { silentLogger, type Logger } from '../lib/log.js';
 import { ApiError } from './errors.js';
@@ -24,6 +23,56 @@ export function clientBlock(ip: string): string {
   const groups = ip.includes('::') ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
+
+/**
+ * Counts one request in a chain of budgets, in order, in one round trip. KEYS: each budget's minute and day counters;
+ * ARGV: the number of budgets, then each one's minute and day limits (a day limit of 0: no day window). Each counter is
+ * a fixed window that starts at its first request (SET NX with the window's expiry, then INCR), as the
+ * rate-limiter-flexible counters these replace, under the same keys, so nodes of both versions share them. The minute
+ * counts every request; the day counts only what the minute admitted (refused by the minute, the day is read, not
+ * counted); a budget that refuses ends the chain, so the budgets after it do not count the request. Answers, per budget
+ * reached: the minute's count and milliseconds left, then (with a day window) the day's count and milliseconds left,
+ * or -1, -1 when refused by the minute and no day counter exists yet.
+ */
+const CHAIN_SCRIPT = `
+local function count(key, seconds)
+  redis.call('set', key, 0, 'EX', seconds, 'NX')
+  local n = redis.call('incrby', key, 1)
+  local ttl = redis.call('pttl', key)
+  if ttl == -1 then
+    redis.call('expire', key, seconds)
+    ttl = 1000 * seconds
+  end
+  return n, ttl
+end
+local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local minuteLimit, dayLimit = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local m, mttl = count(KEYS[2 * i - 1], ${WINDOWS.minute})
+  out[#out + 1] = m
+  out[#out + 1] = mttl
+  if m > minuteLimit then
+    if dayLimit > 0 then
+      local d = redis.call('get', KEYS[2 * i])
+      if d then
+        out[#out + 1] = tonumber(d)
+        out[#out + 1] = redis.call('pttl', KEYS[2 * i])
+      else
+        out[#out + 1] = -1
+        out[#out + 1] = -1
+      end
+    end
+    return out
+  end
+  if dayLimit > 0 then
+    local d, dttl = count(KEYS[2 * i], ${WINDOWS.day})
+    out[#out + 1] = d
+    out[#out + 1] = dttl
+    if d > dayLimit then return out end
+  end
+end
+return out
+`;
 
 /** How long a rate-limit command may wait for Redis before this node falls back to its own counters. */
 const REDIS_COMMAND_TIMEOUT_MS = 500;
@@ -67,6 +116,7 @@ export function createRateLimiter(opts: {
   const redis = opts.redisUrl
     ? new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: false })
     : null;
+  redis?.defineCommand('parleyRateChain', { lua: CHAIN_SCRIPT });
   let lastFallbackLog = -Infinity;
   let fallingBack = false;
   const fellBack = (err: unknown) => {
@@ -108,30 +158,9 @@ export function createRateLimiter(opts: {
   redis?.on('error', (err) => fellBack(err)); // ioredis reconnects by itself
   // A new connection answers: no need to wait for the pause to end.
   redis?.on('ready', answered);
-  const limiters = new Map<string, RateLimiterAbstract>();
   /** Requests refused (429), by budget and window, since start (the metrics endpoint reads them). */
   const refusals = { account: { minute: 0, day: 0 }, public: { minute: 0, day: 0 }, client: { minute: 0, day: 0 } };
   const prefix = opts.keyPrefix ?? 'parley:rl';
-
-  const limiterFor = (window: keyof typeof WINDOWS, points: number) => {
-    const id = `${window}:${points}`;
-    let limiter = limiters.get(id);
-    if (!limiter) {
-      const common = { points, duration: WINDOWS[window], keyPrefix: `${prefix}:${window}` };
-      limiter = redis ? new RateLimiterRedis({ ...common, storeClient: redis }) : new RateLimiterMemory(common);
-      limiters.set(id, limiter);
-    }
-    return limiter;
-  };
-
-  async function take(window: keyof typeof WINDOWS, points: number, key: string): Promise<{ res: RateLimiterRes; limited: boolean }> {
-    try {
-      return { res: await limiterFor(window, points).consume(key), limited: false };
-    } catch (e) {
-      if (e instanceof RateLimiterRes) return { res: e, limited: true };
-      throw e;
-    }
-  }
 
   /**
    * Without Redis the counters are plain fixed windows kept here, consumed synchronously: the library's
@@ -172,13 +201,18 @@ export function createRateLimiter(opts: {
   /** The day window as it stands, not counting this request: used up (the next request would be refused) or not. */
   type DayState = { msBeforeNext: number; usedUp: boolean } | null;
 
+  /**
+   * What one budget's windows say of this request: its headers, or a 429. `day` counts it in the day window (asked only
+   * when the minute admitted it); `dayState` reads the day without counting (asked only when the minute refused it).
+   * Null for a budget without a day window.
+   */
   function outcome(
     budget: Budget,
     minute: { remaining: number; msBeforeNext: number; limited: boolean },
-    day: (() => { msBeforeNext: number; limited: boolean } | Promise<{ msBeforeNext: number; limited: boolean }>) | null,
-    dayState: (() => DayState | Promise<DayState>) | null,
+    day: (() => { msBeforeNext: number; limited: boolean }) | null,
+    dayState: (() => DayState) | null,
     now: number,
-  ) {
+  ): RateLimitOutcome {
     const headers: Record<string, string> = {
       'x-ratelimit-limit': String(budget.limits.minute),
       'x-ratelimit-remaining': String(Math.max(0, minute.remaining)),
@@ -194,19 +228,12 @@ export function createRateLimiter(opts: {
     if (minute.limited) {
       // A refusal by the minute window is not counted in the day's. When the day is used up too, waiting for the
       // minute to reset would only earn another 429: Retry-After points at the day's reset instead.
-      const refuseMinute = (d: DayState): never => {
-        throw d?.usedUp ? refuse('day', Math.max(d.msBeforeNext, minute.msBeforeNext)) : refuse('minute', minute.msBeforeNext);
-      };
       const d = dayState ? dayState() : null;
-      return d instanceof Promise ? d.then(refuseMinute) : refuseMinute(d);
+      throw d?.usedUp ? refuse('day', Math.max(d.msBeforeNext, minute.msBeforeNext)) : refuse('minute', minute.msBeforeNext);
     }
-    if (!day) return { headers };
-    const dayLimited = (d: { msBeforeNext: number; limited: boolean }): RateLimitOutcome => {
-      if (d.limited) throw refuse('day', d.msBeforeNext);
-      return { headers };
-    };
-    const d = day();
-    return d instanceof Promise ? d.then(dayLimited) : dayLimited(d);
+    const d = day?.();
+    if (d?.limited) throw refuse('day', d.msBeforeNext);
+    return { headers };
   }
 
   /** The day window counted by this node, read without counting. */
@@ -228,49 +255,49 @@ export function createRateLimiter(opts: {
     );
   }
 
-  /** Consumes one request from both windows of a budget; throws 429 RATE_LIMITED past either. */
-  function consumeBudget(budget: Budget): RateLimitOutcome | Promise<RateLimitOutcome> {
-    if (!redis || !useRedis()) return consumeHere(budget);
-    return (async () => {
-      let m: Awaited<ReturnType<typeof take>>;
-      try {
-        m = await take('minute', budget.limits.minute, budget.key);
-      } catch (err) {
+  /**
+   * Counts a chain of budgets in Redis with one command (CHAIN_SCRIPT): a round trip per request, where a command per
+   * window and budget took two for a server key and up to five for a public one. Answers the script's figures, as
+   * `fromRedis` reads them; throws when Redis fails or does not answer in time.
+   */
+  async function countInRedis(client: Redis, chain: Budget[]): Promise<number[]> {
+    const keys = chain.flatMap((b) => [`${prefix}:minute:${b.key}`, `${prefix}:day:${b.key}`]);
+    const limits = chain.flatMap((b) => [b.limits.minute, b.limits.day ?? 0]);
+    return (await (client as Redis & { parleyRateChain(...args: (string | number)[]): Promise<number[]> }).parleyRateChain(keys.length, ...keys, chain.length, ...limits)) as number[];
+  }
+
+  /** The outcome of each budget from the script's figures, read in order (the budgets it did not reach have none). */
+  function fromRedis(figures: number[], now: number) {
+    let at = 0;
+    const next = () => Number(figures[at++]);
+    return (budget: Budget) => {
+      const consumed = next();
+      const msBeforeNext = next();
+      const minute = { remaining: Math.max(0, budget.limits.minute - consumed), msBeforeNext, limited: consumed > budget.limits.minute };
+      const day = budget.limits.day;
+      if (day === null) return outcome(budget, minute, null, null, now);
+      const dayConsumed = next();
+      const dayMs = next();
+      // Refused by the minute: the day as it stands (-1: no counter yet), not counted. Else the day counted.
+      const state: DayState = dayConsumed === -1 ? null : { msBeforeNext: dayMs, usedUp: dayConsumed >= day };
+      return outcome(budget, minute, () => ({ msBeforeNext: dayMs, limited: dayConsumed > day }), () => state, now);
+    };
+  }
+
+  /** Counts the request in each budget of the chain, in Redis when it is set and answering, else in this node's memory. */
+  function consumeAll(chain: Budget[]): RateLimitOutcome | Promise<RateLimitOutcome> {
+    if (!redis || !useRedis()) return consumeChain(chain, 0, null, consumeHere);
+    return countInRedis(redis, chain).then(
+      (figures) => {
+        answered();
+        return consumeChain(chain, 0, null, fromRedis(figures, clock()));
+      },
+      (err: unknown) => {
         // Redis failed or timed out: this node's own counters answer (see createRateLimiter).
         failed(err);
-        return consumeHere(budget);
-      }
-      answered();
-      const minute = { remaining: m.res.remainingPoints, msBeforeNext: m.res.msBeforeNext, limited: m.limited };
-      const day = budget.limits.day;
-      return outcome(
-        budget,
-        minute,
-        day === null
-          ? null
-          : async () => {
-              try {
-                const d = await take('day', day, budget.key);
-                return { msBeforeNext: d.res.msBeforeNext, limited: d.limited };
-              } catch (err) {
-                failed(err);
-                return takeNow('day', day, budget.key, clock());
-              }
-            },
-        day === null
-          ? null
-          : async () => {
-              try {
-                const d = await limiterFor('day', day).get(budget.key);
-                return d ? { msBeforeNext: d.msBeforeNext, usedUp: d.consumedPoints >= day } : null;
-              } catch (err) {
-                failed(err);
-                return dayHere(budget, day, clock());
-              }
-            },
-        clock(),
-      );
-    })();
+        return consumeChain(chain, 0, null, consumeHere);
+      },
+    );
   }
 
   const share = opts.publicSharePercent ?? 100;
@@ -317,22 +344,24 @@ export function createRateLimiter(opts: {
    * Counts the request in each budget in turn; the first to refuse answers the 429 (with the headers merged so far),
    * and the budgets after it do not count it.
    */
-  function consumeChain(chain: Budget[], i: number, sofar: Record<string, string | number> | null): RateLimitOutcome | Promise<RateLimitOutcome> {
+  function consumeChain(
+    chain: Budget[],
+    i: number,
+    sofar: Record<string, string | number> | null,
+    count: (budget: Budget) => RateLimitOutcome,
+  ): RateLimitOutcome {
     const refused = (err: unknown): never => {
       if (sofar && err instanceof ApiError) throw new ApiError(err.code, err.message, mergeHeaders(sofar, err.headers));
       throw err;
     };
-    const next = (o: RateLimitOutcome): RateLimitOutcome | Promise<RateLimitOutcome> => {
-      const headers = sofar ? mergeHeaders(sofar, o.headers) : o.headers;
-      return i + 1 < chain.length ? consumeChain(chain, i + 1, headers) : { headers: headers as Record<string, string> };
-    };
-    let o: RateLimitOutcome | Promise<RateLimitOutcome>;
+    let o: RateLimitOutcome;
     try {
-      o = consumeBudget(chain[i]!);
+      o = count(chain[i]!);
     } catch (err) {
       return refused(err);
     }
-    return o instanceof Promise ? o.then(next, refused) : next(o);
+    const headers = sofar ? mergeHeaders(sofar, o.headers) : o.headers;
+    return i + 1 < chain.length ? consumeChain(chain, i + 1, headers, count) : { headers: headers as Record<string, string> };
   }
 
   return {
@@ -341,7 +370,7 @@ export function createRateLimiter(opts: {
      * outcome itself) without Redis, a promise with it. `client` is the caller's address (public keys only).
      */
     consume(auth: AuthContext, client?: string): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (auth.keyType !== 'public' || (share >= 100 && (perClient === 0 || !client))) return consumeBudget(accountBudget(auth));
+      if (auth.keyType !== 'public' || (share >= 100 && (perClient === 0 || !client))) return consumeAll([accountBudget(auth)]);
       // Public keys sit in web pages, where anyone can spend them: their requests are counted first in budgets of
       // their own (one client's allowance, the public keys' share), and those they refuse never reach the account's
       // windows, so other customers and the owner's server keys keep the rest.
@@ -349,7 +378,7 @@ export function createRateLimiter(opts: {
       if (perClient > 0 && client) chain.push(clientBudget(auth, client));
       if (share < 100) chain.push(publicBudget(auth));
       chain.push(accountBudget(auth));
-      return consumeChain(chain, 0, null);
+      return consumeAll(chain);
     },
     /** Requests refused since start, by budget (the account's, its public keys' share) and window. */
     refusals: refusals as Readonly<Record<'account' | 'public' | 'client', Readonly<Record<'minute' | 'day', number>>>>,
