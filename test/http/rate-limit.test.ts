@@ -530,6 +530,29 @@ describe('rate limits with Redis', () => {
     }
   });
 
+  test('counters are the keys and windows the earlier versions used, so nodes of both share them during an upgrade', async () => {
+    const node = createRateLimiter({ redisUrl: REDIS_URL, keyPrefix });
+    try {
+      await node.ready();
+      const accountId = `acct_keys${randomBytes(4).toString('hex')}`;
+      // As an earlier version's node left them (rate-limiter-flexible: "<prefix>:<window>:<key>", a count with an expiry).
+      await redis.set(`${keyPrefix}:minute:${accountId}`, 3, 'EX', 60);
+      await redis.set(`${keyPrefix}:day:${accountId}`, 7, 'EX', 86_400);
+      const o = await node.consume({ accountId, plan: 'enterprise', limits: { minute: 10, day: 100 }, keyId: 'key_x', keyType: 'server', scopes: new Set<string>() });
+      assert.equal(o.headers['x-ratelimit-remaining'], '6');
+      assert.equal(await redis.get(`${keyPrefix}:minute:${accountId}`), '4');
+      assert.equal(await redis.get(`${keyPrefix}:day:${accountId}`), '8');
+      // A new window starts with the first request and lasts the window.
+      const fresh = `acct_fresh${randomBytes(4).toString('hex')}`;
+      await node.consume({ accountId: fresh, plan: 'enterprise', limits: { minute: 10, day: 100 }, keyId: 'key_x', keyType: 'server', scopes: new Set<string>() });
+      const [minuteTtl, dayTtl] = [await redis.pttl(`${keyPrefix}:minute:${fresh}`), await redis.pttl(`${keyPrefix}:day:${fresh}`)];
+      assert.ok(minuteTtl > 55_000 && minuteTtl <= 60_000, String(minuteTtl));
+      assert.ok(dayTtl > 86_395_000 && dayTtl <= 86_400_000, String(dayTtl));
+    } finally {
+      await node.close();
+    }
+  });
+
   test("Redis unreachable: requests are still served and limited by this node's counters", async () => {
     const down = await createTestApp('sqlite', { redisUrl: 'redis://127.0.0.1:1', keyPrefix: `${keyPrefix}:down` });
     try {
