@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { ensureDir } from '../lib/fs.js';
@@ -24,6 +24,14 @@ export function backupSqlite(file: string, to: string): { path: string; bytes: n
     ensureDir(dirname(target));
   } catch (err) {
     throw cannotWrite(err);
+  }
+  // SQLite owns these names: the next open of the database (by the service, any CLI command, the next backup)
+  // takes such a file for its own journal, finds no valid header and deletes it, after this run said it succeeded.
+  // Compared resolved, as SQLite names them after the database's real path: a symbolic link does not hide them.
+  const live = realpathSync(file);
+  const named = join(realpathSync(dirname(target)), basename(target));
+  for (const suffix of ['-wal', '-shm', '-journal']) {
+    if (named === `${live}${suffix}`) throw new BackupError(`--to ${target} is a file of the database itself (its ${suffix} file, which SQLite deletes); choose a new file`);
   }
   const partial = join(dirname(target), `${partialPrefix(target)}${process.pid}`);
   const removePartial = () => {

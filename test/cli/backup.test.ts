@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -147,6 +147,25 @@ describe('parley backup: a run that is killed, fails or cannot write', () => {
       assert.match(oneJson({ ...r, stderr: '' }).error, /appeared while the backup ran/);
       assert.equal(readFileSync(to, 'utf8'), 'not a backup');
       assert.deepEqual(readdirSync(out), ['copy.db']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the database's own -wal, -shm and -journal names are refused (exit 2): the next open of the database deletes such a file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-backup-companion-'));
+    try {
+      const db = join(dir, 'live.db');
+      new SQLite(db).exec('create table t (x)');
+      symlinkSync(dir, join(dir, 'link'));
+      const env = { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${db}` };
+      // None of these files exists while no process has the database open: SQLite removes them at the last close.
+      for (const to of [`${db}-wal`, `${db}-shm`, `${db}-journal`, join(dir, 'link', 'live.db-wal')]) {
+        const r = await cli(['backup', '--to', to, '--json'], env);
+        assert.equal(r.code, 2, `${to}: ${r.stdout}`);
+        assert.match(oneJson(r).error, /is a file of the database itself/, to);
+        if (!to.endsWith('live.db')) assert.ok(!existsSync(to), `nothing written at ${to}`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
