@@ -102,6 +102,18 @@ export function aboutOneRecord(err: unknown): boolean {
   return code.length === 5 && ['22', '23', '40', 'P0'].includes(code.slice(0, 2));
 }
 
+/**
+ * Whether the connection a batch was written on was lost (the server restarted or failed over, a proxy or an operator
+ * closed it): SQLSTATE class 08, an administrator's or a crash's shutdown (57P01–57P03), or the socket closing under
+ * the query. The batch is then written once more on another connection. Not a timeout: a database that does not
+ * answer would only be waited for twice.
+ */
+export function connectionLost(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string' && (e.code.startsWith('08') || ['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE'].includes(e.code))) return true;
+  return typeof e.message === 'string' && /^Connection terminated/.test(e.message);
+}
+
 export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const { db, dialect, clock, config, sender } = opts;
   const owner = opts.ownerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -269,9 +281,18 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   async function flush(): Promise<void> {
     const batch = outbox;
     outbox = [];
+    const writeAll = () => db.transaction().execute((trx) => writeRecords(trx, batch));
     try {
       try {
-        await db.transaction().execute((trx) => writeRecords(trx, batch));
+        try {
+          await writeAll();
+        } catch (err) {
+          if (!connectionLost(err)) throw err;
+          // Written again, it is recorded once however the first COMMIT ended: every write is conditional on the
+          // deliveries' leases, which a COMMIT that did go through released. Not written, every delivery of the
+          // batch would be sent again when its lease expired.
+          await writeAll();
+        }
         for (const o of batch) recorded(o);
       } catch (err) {
         if (batch.length === 1 || !aboutOneRecord(err)) throw err;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { aboutOneRecord } from '../../../src/modules/webhooks/delivery.js';
+import { aboutOneRecord, connectionLost } from '../../../src/modules/webhooks/delivery.js';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 import { freePort, startServer, type TestServer } from './helpers.js';
@@ -20,6 +20,10 @@ test('a failed batch of attempt records is recorded again one by one only for er
     assert.equal(aboutOneRecord(Object.assign(new Error('x'), { code })), false, String(code));
   }
   assert.equal(aboutOneRecord(new Error('Query read timeout')), false);
+  // Written again once, on another connection: a lost connection, not a timeout.
+  for (const code of ['08006', '08003', '57P01', 'ECONNRESET', 'EPIPE']) assert.equal(connectionLost(Object.assign(new Error('x'), { code })), true, code);
+  assert.equal(connectionLost(new Error('Connection terminated unexpectedly')), true);
+  for (const code of ['57014', '23505', 'ETIMEDOUT', undefined]) assert.equal(connectionLost(Object.assign(new Error('Query read timeout'), { code })), false, String(code));
 });
 
 for (const dialect of DIALECTS) {
@@ -149,6 +153,34 @@ for (const dialect of DIALECTS) {
         if (dialect !== 'sqlite') await sql.raw('drop function refuse_record()').execute(t.ctx.db);
         // Its pending deliveries would be sent again at each lease expiry: not this file's business any more.
         await t.request('DELETE', `/v1/webhooks/${refused}`, { key: t.key });
+      }
+    });
+
+    test('a batch of attempt records cut off by a lost connection is written again on another: each delivery recorded once, sent once', { skip: dialect !== 'postgres' && 'PostgreSQL only: SQLite has no connection to lose' }, async () => {
+      const lost = await hook(`${rx.url}/lost-connection`, ['workflow.triggered']);
+      // The first attempt record written ends its own connection, as a server restart or a failover would (a sequence,
+      // so that the rollback of that transaction does not undo the count).
+      await sql.raw('create sequence lose_connection_once').execute(t.ctx.db);
+      await sql.raw(`create function lose_connection() returns trigger language plpgsql as $$ begin if (select webhook_id from deliveries where id = new.delivery_id) = '${lost}' and nextval('lose_connection_once') = 1 then perform pg_terminate_backend(pg_backend_pid()); perform pg_sleep(5); end if; return new; end $$`).execute(t.ctx.db);
+      await sql.raw('create trigger lose_connection before insert on delivery_attempts for each row execute function lose_connection()').execute(t.ctx.db);
+      try {
+        await Promise.all(Array.from({ length: 4 }, (_, n) => emit(t, t.accountId, 'workflow.triggered', { n })));
+        const done = await waitFor(async () => {
+          const l = (await t.request('GET', `/v1/webhooks/${lost}/deliveries?limit=10`, { key: t.key })).body.data.deliveries as { id: string; status: string; attempts: unknown[] }[];
+          return l.length === 4 && l.every((d) => d.status === 'succeeded' && d.attempts.length === 1) ? l : undefined;
+        }, 'every delivery recorded as succeeded, with one attempt');
+        // The connection was lost once, and only once.
+        assert.equal(Number((await sql<{ n: string }>`select last_value as n from lose_connection_once`.execute(t.ctx.db)).rows[0]!.n) >= 2, true);
+        // Past the leases (2 × WEBHOOK_TIMEOUT + 1 s): a delivery whose record was lost would have been sent again by now.
+        await sleep(5_500);
+        const got = forHook(rx, '/lost-connection').map((r) => r.headers['webhook-id']);
+        assert.equal(got.length, 4, JSON.stringify(got));
+        assert.deepEqual(new Set(got).size, 4);
+        assert.deepEqual(new Set(got), new Set(done.map((d) => d.id)));
+      } finally {
+        await sql.raw('drop trigger lose_connection on delivery_attempts').execute(t.ctx.db);
+        await sql.raw('drop function lose_connection()').execute(t.ctx.db);
+        await sql.raw('drop sequence lose_connection_once').execute(t.ctx.db);
       }
     });
 
