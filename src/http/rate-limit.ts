@@ -30,9 +30,10 @@ export function clientBlock(ip: string): string {
  * a fixed window that starts at its first request (SET NX with the window's expiry, then INCR), as the
  * rate-limiter-flexible counters these replace, under the same keys, so nodes of both versions share them. The minute
  * counts every request; the day counts only what the minute admitted (refused by the minute, the day is read, not
- * counted); a budget that refuses ends the chain, so the budgets after it do not count the request. Answers, per budget
- * reached: the minute's count and milliseconds left, then (with a day window) the day's count and milliseconds left,
- * or -1, -1 when refused by the minute and no day counter exists yet.
+ * counted); a budget that refuses ends the chain, so the budgets after it do not count the request. Answers Redis's
+ * clock (Unix ms), then per budget reached: the minute's count and milliseconds left, then (with a day window) the
+ * day's count and milliseconds left, or -1, -1 when refused by the minute and no day counter exists yet. A window's
+ * reset is told by Redis's clock, so every node names the same second whatever its own clock says.
  */
 const CHAIN_SCRIPT = `
 local function count(key, seconds)
@@ -45,7 +46,8 @@ local function count(key, seconds)
   end
   return n, ttl
 end
-local out = {}
+local time = redis.call('time')
+local out = {tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)}
 for i = 1, tonumber(ARGV[1]) do
   local minuteLimit, dayLimit = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
   local m, mttl = count(KEYS[2 * i - 1], ${WINDOWS.minute})
@@ -290,7 +292,7 @@ export function createRateLimiter(opts: {
     return countInRedis(redis, chain).then(
       (figures) => {
         answered();
-        return consumeChain(chain, 0, null, fromRedis(figures, clock()));
+        return consumeChain(chain, 0, null, fromRedis(figures.slice(1), Number(figures[0])));
       },
       (err: unknown) => {
         // Redis failed or timed out: this node's own counters answer (see createRateLimiter).

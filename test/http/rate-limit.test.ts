@@ -553,6 +553,24 @@ describe('rate limits with Redis', () => {
     }
   });
 
+  test("X-RateLimit-Reset is the same second on every node, whatever each node's clock says", async () => {
+    // Two nodes whose clocks are 3 s apart (and both wrong): the window's end is Redis's.
+    const nodes = [-4_000, -1_000].map((skew) => createRateLimiter({ redisUrl: REDIS_URL, keyPrefix, now: () => Date.now() + skew }));
+    try {
+      await Promise.all(nodes.map((n) => n.ready()));
+      const accountId = `acct_reset${randomBytes(4).toString('hex')}`;
+      const auth = { accountId, plan: 'enterprise' as const, limits: { minute: 10, day: 100 }, keyId: 'key_x', keyType: 'server' as const, scopes: new Set<string>() };
+      const resets = [];
+      for (const n of [...nodes, ...nodes]) resets.push((await n.consume(auth)).headers['x-ratelimit-reset']);
+      assert.equal(new Set(resets).size, 1, resets.join(', '));
+      const redisNow = Number((await redis.time())[0]);
+      const reset = Number(resets[0]);
+      assert.ok(reset > redisNow && reset <= redisNow + 61, `${reset} vs Redis ${redisNow}`);
+    } finally {
+      await Promise.all(nodes.map((n) => n.close()));
+    }
+  });
+
   test("Redis unreachable: requests are still served and limited by this node's counters", async () => {
     const down = await createTestApp('sqlite', { redisUrl: 'redis://127.0.0.1:1', keyPrefix: `${keyPrefix}:down` });
     try {
