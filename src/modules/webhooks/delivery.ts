@@ -278,38 +278,46 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     o.done();
   }
 
+  /** Writes the records of `list` in one transaction. */
+  const writeAlone = (list: Outcome[]) => db.transaction().execute((trx) => writeRecords(trx, list));
+
+  /**
+   * Writes the batch's records in one transaction, and once more on another connection if its connection was lost.
+   * Written again, it is recorded once however the first COMMIT ended: every write is conditional on the deliveries'
+   * leases, which a COMMIT that did go through released. Not written, every delivery of the batch would be sent again
+   * when its lease expired.
+   */
+  async function writeBatch(batch: Outcome[]) {
+    try {
+      await writeAlone(batch);
+    } catch (err) {
+      if (!connectionLost(err)) throw err;
+      await writeAlone(batch);
+    }
+  }
+
   async function flush(): Promise<void> {
     const batch = outbox;
     outbox = [];
-    const writeAll = () => db.transaction().execute((trx) => writeRecords(trx, batch));
     try {
-      try {
-        try {
-          await writeAll();
-        } catch (err) {
-          if (!connectionLost(err)) throw err;
-          // Written again, it is recorded once however the first COMMIT ended: every write is conditional on the
-          // deliveries' leases, which a COMMIT that did go through released. Not written, every delivery of the
-          // batch would be sent again when its lease expired.
-          await writeAll();
-        }
-        for (const o of batch) recorded(o);
-      } catch (err) {
-        if (batch.length === 1 || !aboutOneRecord(err)) throw err;
+      await writeBatch(batch);
+      for (const o of batch) recorded(o);
+    } catch (err) {
+      if (batch.length === 1 || !aboutOneRecord(err)) {
+        for (const o of batch) o.done(err);
+      } else {
         // One record the database refuses (or a deadlock) rolled the whole batch back: every delivery in it would stay
         // pending without its attempt and be sent again when its lease expired. Each is recorded on its own instead,
         // so only the one at fault fails.
         for (const o of batch) {
           try {
-            await db.transaction().execute((trx) => writeRecords(trx, [o]));
+            await writeAlone([o]);
             recorded(o);
           } catch (one) {
             o.done(one);
           }
         }
       }
-    } catch (err) {
-      for (const o of batch) o.done(err);
     } finally {
       flushing = null;
       if (outbox.length) scheduleFlush(outbox.some((o) => o.kind !== 'auto') || outbox.length >= RECORD_BATCH);
