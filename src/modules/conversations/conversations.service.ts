@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { ConversationsTable, DB, MessagesTable } from '../../db/schema.js';
-import { ApiError, notFound } from '../../http/errors.js';
+import { notFound } from '../../http/errors.js';
 import { parseTimeRange } from '../../http/time-range.js';
 import { toIso } from '../../lib/clock.js';
 import { conversationsRepository as repo } from './conversations.repository.js';
@@ -72,7 +72,34 @@ export function toConversationRecord(c: Selectable<ConversationsTable>, messages
 export function createConversationsService(db: Kysely<DB>, events: EventBus) {
   /** Conversations erased by this process since start, by reason (the metrics endpoint reads them). */
   const erased = { request: 0, retention: 0 };
-  const service = {
+  /**
+   * `erase`'s work: answers whether this call erased the conversation (false: there is none, or another request or
+   * worker erased it first). `retention`: erased by CONVERSATION_RETENTION, without the notice (see eraseEnded).
+   */
+  async function eraseIfThere(accountId: string, id: string, reason: keyof typeof erased): Promise<boolean> {
+    const done = await writeTransaction(db, async (trx) => {
+      // Under the row's lock: a message, an end or contact details in flight finish first.
+      const c = await repo.find(trx, accountId, id, true);
+      if (!c) return false;
+      // Events carry the emitting node's clock: a node a little behind the one that started the conversation dates
+      // an early event before its start.
+      const since = c.created_at - CLOCK_SKEW_MARGIN_MS;
+      const eventIds = (await repo.eventsOf(trx, accountId, id, since)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
+      for (let i = 0; i < eventIds.length; i += ERASE_CHUNK) {
+        const chunk = eventIds.slice(i, i + ERASE_CHUNK);
+        await repo.deleteDeliveriesOf(trx, accountId, chunk);
+        await repo.deleteEvents(trx, accountId, chunk);
+      }
+      await repo.deleteIdempotencyAnswers(trx, accountId, id);
+      const deleted = await repo.delete(trx, accountId, id);
+      // The owner's own systems got this conversation through webhooks: they are told to erase it too.
+      if (deleted && reason === 'request') await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
+      return deleted;
+    });
+    if (done) erased[reason]++;
+    return done;
+  }
+  return {
     erased: erased as Readonly<typeof erased>,
 
     async list(accountId: string, q: ListConversationsQuery) {
@@ -115,29 +142,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
      * an end or contact details in flight either committed before (and is erased with the rest) or finds no
      * conversation (404) and writes nothing.
      */
-    /** `retention`: erased by CONVERSATION_RETENTION, without the notice (see eraseEnded). */
-    async erase(accountId: string, id: string, reason: keyof typeof erased = 'request') {
-      const done = await writeTransaction(db, async (trx) => {
-        // Under the row's lock: a message, an end or contact details in flight finish first.
-        const c = await repo.find(trx, accountId, id, true);
-        if (!c) return false;
-        // Events carry the emitting node's clock: a node a little behind the one that started the conversation dates
-        // an early event before its start.
-        const since = c.created_at - CLOCK_SKEW_MARGIN_MS;
-        const eventIds = (await repo.eventsOf(trx, accountId, id, since)).filter((e) => conversationOf(e.payload) === id).map((e) => e.id);
-        for (let i = 0; i < eventIds.length; i += ERASE_CHUNK) {
-          const chunk = eventIds.slice(i, i + ERASE_CHUNK);
-          await repo.deleteDeliveriesOf(trx, accountId, chunk);
-          await repo.deleteEvents(trx, accountId, chunk);
-        }
-        await repo.deleteIdempotencyAnswers(trx, accountId, id);
-        const deleted = await repo.delete(trx, accountId, id);
-        // The owner's own systems got this conversation through webhooks: they are told to erase it too.
-        if (deleted && reason === 'request') await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
-        return deleted;
-      });
-      if (!done) throw notFound('conversation', id);
-      erased[reason]++;
+    async erase(accountId: string, id: string) {
+      if (!(await eraseIfThere(accountId, id, 'request'))) throw notFound('conversation', id);
       return { deleted: true };
     },
 
@@ -151,14 +157,7 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
       let after: { createdAt: number; id: string } | null = null;
       for (;;) {
         const rows = await repo.ofCustomerAfter(db, accountId, customerId, after, CUSTOMER_ERASE_BATCH);
-        for (const r of rows) {
-          try {
-            await service.erase(accountId, r.id);
-            count++;
-          } catch (err) {
-            if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
-          }
-        }
+        for (const r of rows) if (await eraseIfThere(accountId, r.id, 'request')) count++;
         const last = rows.at(-1);
         if (!last || rows.length < CUSTOMER_ERASE_BATCH) return { deleted: true, count };
         after = { createdAt: last.created_at, id: last.id };
@@ -176,18 +175,12 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         const rows = await repo.endedBefore(db, before, batch);
         for (const r of rows) {
           if (signal?.aborted) return count;
-          try {
-            await service.erase(r.account_id, r.id, 'retention');
-            count++;
-          } catch (err) {
-            if (!(err instanceof ApiError && err.code === 'NOT_FOUND')) throw err;
-          }
+          if (await eraseIfThere(r.account_id, r.id, 'retention')) count++;
         }
         if (rows.length < batch) return count;
       }
     },
   };
-  return service;
 }
 
 export type ConversationsService = ReturnType<typeof createConversationsService>;
