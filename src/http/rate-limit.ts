@@ -167,8 +167,8 @@ export function createRateLimiter(opts: {
   /**
    * Without Redis (or while it fails) the counters are plain fixed windows kept here, consumed synchronously (a
    * library's in-memory limiter, used before, answered through a promise per window, which showed in the benchmark
-   * profile). Same semantics as the Redis counters (CHAIN_SCRIPT): a window starts at an account's first request, every
-   * request the minute sees counts, and a new limit starts new counters.
+   * profile). As the Redis counters (CHAIN_SCRIPT), a window starts at an account's first request and every request the
+   * minute sees counts; here a new limit also starts new counters.
    */
   const memory = new Map<string, Map<string, { consumed: number; expiresAt: number }>>();
   function takeNow(window: keyof typeof WINDOWS, points: number, key: string, now: number) {
