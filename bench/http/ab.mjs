@@ -61,10 +61,18 @@ for (let i = 0; i < 100; i++) {
   const r = await fetch(`http://127.0.0.1:${PORTS.B}/v1/documents`, { method: 'POST', headers: auth, body: docBody(i) });
   lastId = (await r.json()).data.id;
 }
+const faqBody = (i) => JSON.stringify({ question: `How do I return item ${i} after using it?`, answer: `Answer ${i}: within 30 days, unused, with the receipt. `.repeat(6), category: 'returns' });
+let lastFaqId;
+for (let i = 0; i < 100; i++) {
+  const r = await fetch(`http://127.0.0.1:${PORTS.B}/v1/faqs`, { method: 'POST', headers: auth, body: faqBody(i) });
+  lastFaqId = (await r.json()).data.id;
+}
 
 const scenarios = [
   { name: 'GET /v1/documents (20 of 100)', path: '/v1/documents?limit=20&offset=40' },
   { name: 'GET /v1/documents/:id', path: `/v1/documents/${lastId}` },
+  { name: 'GET /v1/faqs (20 of 100)', path: '/v1/faqs?limit=20&offset=40' },
+  { name: 'GET /v1/faqs/:id', path: `/v1/faqs/${lastFaqId}` },
 ].filter((s) => !values.only || s.name.includes(values.only));
 
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);

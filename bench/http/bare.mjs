@@ -3,7 +3,7 @@
 // request (captured by run.mjs), so the ratio measures what the framework, auth, rate limit and database cost.
 import http from 'node:http';
 
-const { port, list, get, create } = JSON.parse(process.argv[2]);
+const { port, list, get, create, faqList, faqGet } = JSON.parse(process.argv[2]);
 const headers = (body) => ({ 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
 
 const server = http.createServer((req, res) => {
@@ -13,6 +13,12 @@ const server = http.createServer((req, res) => {
   } else if (req.method === 'GET' && req.url.startsWith('/v1/documents/')) {
     res.writeHead(200, headers(get));
     res.end(get);
+  } else if (req.method === 'GET' && req.url.startsWith('/v1/faqs?')) {
+    res.writeHead(200, headers(faqList));
+    res.end(faqList);
+  } else if (req.method === 'GET' && req.url.startsWith('/v1/faqs/')) {
+    res.writeHead(200, headers(faqGet));
+    res.end(faqGet);
   } else if (req.method === 'POST') {
     // read the body, as the service must
     const chunks = [];

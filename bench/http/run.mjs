@@ -66,18 +66,28 @@ for (let i = 0; i < 100; i++) {
   const r = await fetch(`${base}/v1/documents`, { method: 'POST', headers: auth, body: docBody(i) });
   lastId = (await r.json()).data.id;
 }
+const faqBody = (i) => JSON.stringify({ question: `How do I return item ${i} after using it?`, answer: `Answer ${i}: within 30 days, unused, with the receipt. `.repeat(6), category: 'returns' });
+let lastFaqId;
+for (let i = 0; i < 100; i++) {
+  const r = await fetch(`${base}/v1/faqs`, { method: 'POST', headers: auth, body: faqBody(i) });
+  lastFaqId = (await r.json()).data.id;
+}
 const capture = async (path, init = {}) => (await fetch(`${base}${path}`, { headers: auth, ...init })).text();
 const bytes = {
   port: BARE_PORT,
   list: await capture('/v1/documents?limit=20&offset=40'),
   get: await capture(`/v1/documents/${lastId}`),
   create: await capture('/v1/documents', { method: 'POST', body: docBody(999) }),
+  faqList: await capture('/v1/faqs?limit=20&offset=40'),
+  faqGet: await capture(`/v1/faqs/${lastFaqId}`),
 };
 const bare = profDir ? null : await start([join(ROOT, 'bench/http/bare.mjs'), JSON.stringify(bytes)]);
 
 const scenarios = [
   { name: 'GET /v1/documents (20 of 100)', method: 'GET', path: '/v1/documents?limit=20&offset=40' },
   { name: 'GET /v1/documents/:id', method: 'GET', path: `/v1/documents/${lastId}` },
+  { name: 'GET /v1/faqs (20 of 100)', method: 'GET', path: '/v1/faqs?limit=20&offset=40' },
+  { name: 'GET /v1/faqs/:id', method: 'GET', path: `/v1/faqs/${lastFaqId}` },
   { name: 'POST /v1/documents', method: 'POST', path: '/v1/documents', body: docBody(1) },
 ].filter((s) => !values.only || s.name.includes(values.only));
 

@@ -1,3 +1,5 @@
+import type { FastifyReply } from 'fastify';
+
 /**
  * Serialised answers of an account's reads, each kept with the version of the account's data it was made from,
  * and given again only to a request that reads the same version. What makes this safe with other processes or
@@ -69,5 +71,28 @@ export function createVersionedAnswers(maxChars = 8 * 1024 * 1024): VersionedAns
       kept.set(k, { version, body, used: false });
       chars += body.length;
     },
+  };
+}
+
+/** What Fastify sends a serialised answer as. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * A route plugin's kept reads: `send(accountId, key, reply, read)` answers 200 with the answer kept for `key` if
+ * the account's version (from `versionOf`, read from the database first, before `read` runs) is still the one it
+ * was made at, else with `read()` serialised by the route's own serializer (the same bytes Fastify would send),
+ * kept. Each app (process, node) keeps its own.
+ */
+export function keptReads(versionOf: (accountId: string) => Promise<number>, answers: VersionedAnswers = createVersionedAnswers()) {
+  return async function send(accountId: string, key: string, reply: FastifyReply, read: () => Promise<unknown>) {
+    const version = await versionOf(accountId);
+    let body = answers.get(accountId, version, key);
+    if (body === undefined) {
+      // fast-json-stringify answers a string (the type allows the Buffer a custom serializer could give).
+      body = reply.serialize({ success: true, data: await read() }) as string;
+      answers.set(accountId, version, key, body);
+    }
+    // A JSON content type and a string: Fastify sends it as it is, with the headers it would have sent.
+    return reply.type(JSON_TYPE).send(body);
   };
 }

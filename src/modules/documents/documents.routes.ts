@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
 import { Deleted, IdParams, responses } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
-import { createVersionedAnswers } from '../../http/versioned-answers.js';
+import { keptReads } from '../../http/versioned-answers.js';
 import {
   CreateDocumentBody,
   CreatedDocument,
@@ -12,9 +11,6 @@ import {
   UpdateDocumentBody,
 } from './documents.schemas.js';
 
-/** What Fastify sends a serialised answer as. */
-const JSON_TYPE = 'application/json; charset=utf-8';
-
 export const documentsRoutes =
   (ctx: AppContext): FastifyPluginAsyncTypebox =>
   async (app) => {
@@ -23,23 +19,7 @@ export const documentsRoutes =
     // The reads' serialised answers, per app (each process or node its own), kept against the account's knowledge
     // version: reading the version costs a fraction of the page's two statements, its 100 values and their
     // serialisation (bench/http/RESULTS.md). Every document write bumps the version in its own transaction.
-    const answers = createVersionedAnswers();
-    /**
-     * The 200 answer for `key`: the kept one if the account's version is still the one it was made at, else `read`
-     * serialised by the route's own serializer (the same bytes Fastify would send) and kept. The version is read
-     * first, before `read` runs (versioned-answers.ts says why that order makes it safe).
-     */
-    async function versioned(accountId: string, key: string, reply: FastifyReply, read: () => Promise<unknown>) {
-      const version = await svc.knowledgeVersion(accountId);
-      let body = answers.get(accountId, version, key);
-      if (body === undefined) {
-        // fast-json-stringify answers a string (the type allows the Buffer a custom serializer could give).
-        body = reply.serialize({ success: true, data: await read() }) as string;
-        answers.set(accountId, version, key, body);
-      }
-      // A JSON content type and a string: Fastify sends it as it is, with the headers it would have sent.
-      return reply.type(JSON_TYPE).send(body);
-    }
+    const versioned = keptReads((accountId) => svc.knowledgeVersion(accountId));
 
     app.get('/documents', {
       config: { scope: 'documents:read' },

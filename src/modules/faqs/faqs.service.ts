@@ -25,6 +25,11 @@ function rejectBlanks(body: { question?: string | undefined; answer?: string | u
 
 export function createFaqsService(db: Kysely<DB>, clock: Clock) {
   return {
+    /** Raised by every FAQ write in its own transaction (and by every document write): what kept reads check. */
+    knowledgeVersion(accountId: string) {
+      return accountsRepository.knowledgeVersion(db, accountId);
+    },
+
     async list(accountId: string, q: ListFaqsQuery) {
       const f = { status: q.status ?? 'all', category: q.category, limit: q.limit, offset: q.offset };
       const { rows, total } = await repo.list(db, accountId, f);
