@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { createVersionedAnswers } from '../../../src/http/versioned-answers.js';
-import { createTestApp, type TestApp, type TestResponse } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { createVersionedAnswers } from '../../src/http/versioned-answers.js';
+import { createTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { DIALECTS } from '../helpers/db.js';
 
 const run = promisify(execFile);
-const MAIN = new URL('../../../src/cli/main.ts', import.meta.url).href;
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).href;
 
 /** `parley …` from these sources, in a process of its own, on `databaseUrl`. */
 const cli = (databaseUrl: string, ...args: string[]) =>
@@ -18,12 +18,12 @@ const cli = (databaseUrl: string, ...args: string[]) =>
     env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
   });
 
-// The documents reads keep their serialised answers per knowledge version (documents.routes.ts). Two apps on one
+// The documents and FAQs reads keep their serialised answers per knowledge version (keptReads). Two apps on one
 // database stand for two processes on one SQLite file or two API nodes on one PostgreSQL: each keeps its own
 // answers and hears nothing from the other, so only the version read from the database can tell a kept answer is
 // out of date. Every read below is made twice before the write, so the second one is given the kept answer.
 for (const dialect of DIALECTS) {
-  describe(`documents reads after writes elsewhere (${dialect})`, () => {
+  describe(`documents and FAQs reads after writes elsewhere (${dialect})`, () => {
     let dir: string;
     let a: TestApp;
     let b: TestApp;
@@ -51,6 +51,7 @@ for (const dialect of DIALECTS) {
       return second;
     }
     const titles = (r: TestResponse) => r.body.data.documents.map((d: { title: string }) => d.title);
+    const questions = (r: TestResponse) => r.body.data.faqs.map((f: { question: string }) => f.question);
 
     test('create, update and delete through the other app are in this app\'s next reads', async () => {
       const one = await b.request('POST', '/v1/documents', { key, body: { title: 'One', content: 'First.' } });
@@ -82,6 +83,35 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(titles(await read(a, '/v1/documents?status=draft')), ['Two']);
     });
 
+    test("FAQs: create, update and delete through the other app are in this app's next reads, filters included", async () => {
+      const one = await b.request('POST', '/v1/faqs', { key, body: { question: 'One?', answer: 'First.', category: 'shipping' } });
+      assert.equal(one.status, 201, one.text);
+      const id = one.body.data.id;
+      assert.deepEqual(questions(await read(a, '/v1/faqs')), ['One?']);
+      assert.equal((await read(a, `/v1/faqs/${id}`)).body.data.answer, 'First.');
+      assert.deepEqual(questions(await read(a, '/v1/faqs?category=returns')), []);
+      assert.deepEqual(questions(await read(a, '/v1/faqs?status=pending')), []);
+
+      const two = await b.request('POST', '/v1/faqs', { key, body: { question: 'Two?', answer: 'Second.', category: 'returns', status: 'pending' } });
+      assert.equal(two.status, 201, two.text);
+      const list = await read(a, '/v1/faqs');
+      assert.equal(list.body.data.total, 2);
+      assert.deepEqual(questions(list).sort(), ['One?', 'Two?']);
+      assert.deepEqual(questions(await read(a, '/v1/faqs?category=returns')), ['Two?']);
+      assert.deepEqual(questions(await read(a, '/v1/faqs?status=pending')), ['Two?']);
+
+      const put = await b.request('PUT', `/v1/faqs/${id}`, { key, body: { answer: 'Changed.', category: 'returns', status: 'pending' } });
+      assert.equal(put.status, 200, put.text);
+      assert.equal((await read(a, `/v1/faqs/${id}`)).body.data.answer, 'Changed.');
+      assert.deepEqual(questions(await read(a, '/v1/faqs?category=returns')).sort(), ['One?', 'Two?']);
+      assert.deepEqual(questions(await read(a, '/v1/faqs?status=pending')).sort(), ['One?', 'Two?']);
+
+      const del = await b.request('DELETE', `/v1/faqs/${id}`, { key });
+      assert.equal(del.status, 200, del.text);
+      assert.equal((await read(a, `/v1/faqs/${id}`)).status, 404);
+      assert.deepEqual(questions(await read(a, '/v1/faqs')), ['Two?']);
+    });
+
     test('writes through this app are in its own next reads', async () => {
       const doc = await a.request('POST', '/v1/documents', { key, body: { title: 'Three', content: 'Third.' } });
       assert.equal(doc.status, 201, doc.text);
@@ -95,12 +125,14 @@ for (const dialect of DIALECTS) {
       assert.equal((await read(a, `/v1/documents/${id}`)).status, 404);
     });
 
-    test('documents a CLI process loads (`parley demo`) are in both apps\' next reads', async () => {
-      const before = [(await read(a, '/v1/documents')).body.data.total, (await read(b, '/v1/documents')).body.data.total];
+    test("documents and FAQs a CLI process loads in its own transaction (`parley demo`) are in both apps' next reads", async () => {
+      const totals = async (path: string) => [(await read(a, path)).body.data.total, (await read(b, path)).body.data.total];
+      const before = { documents: await totals('/v1/documents'), faqs: await totals('/v1/faqs') };
       const out = await cli(a.database.url, 'demo', '--account', accountId, '--json');
-      const loaded = JSON.parse(out.stdout).documents as number;
-      assert.ok(loaded > 0, out.stdout);
-      assert.deepEqual([(await read(a, '/v1/documents')).body.data.total, (await read(b, '/v1/documents')).body.data.total], before.map((n) => n + loaded));
+      const loaded = JSON.parse(out.stdout) as { documents: number; faqs: number };
+      assert.ok(loaded.documents > 0 && loaded.faqs > 0, out.stdout);
+      assert.deepEqual(await totals('/v1/documents'), before.documents.map((n) => n + loaded.documents));
+      assert.deepEqual(await totals('/v1/faqs'), before.faqs.map((n) => n + loaded.faqs));
     });
 
     test("a kept answer is this account's only: another account's key reads its own documents", async () => {
@@ -109,6 +141,17 @@ for (const dialect of DIALECTS) {
       const theirs = await a.request('GET', '/v1/documents', { key: other.key });
       assert.equal(theirs.status, 200, theirs.text);
       assert.equal(theirs.body.data.total, 0);
+    });
+
+    test("FAQs: a kept answer is this account's only", async () => {
+      const mine = await read(a, '/v1/faqs');
+      assert.ok(mine.body.data.total > 0);
+      const other = await a.account();
+      const theirs = await a.request('GET', '/v1/faqs', { key: other.key });
+      assert.equal(theirs.status, 200, theirs.text);
+      assert.equal(theirs.body.data.total, 0);
+      const id = mine.body.data.faqs[0].id;
+      assert.equal((await a.request('GET', `/v1/faqs/${id}`, { key: other.key })).status, 404);
     });
   });
 }
