@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { TEXT_PATTERNS } from '../../http/schemas.js';
+import { StringEnum, TEXT_PATTERNS } from '../../http/schemas.js';
 import { ConversationRecord, Message } from '../conversations/conversations.schemas.js';
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -42,5 +42,10 @@ export const EndBody = Type.Object({}, { additionalProperties: false, descriptio
 const Conversation = ConversationRecord;
 
 export const StartedConversation = Type.Object({ conversation: Conversation, messages: Type.Array(Message) });
-export const SentMessages = Type.Object({ messages: Type.Array(Message) });
+export const SentMessages = Type.Object({
+  messages: Type.Array(Message),
+  status: StringEnum(['active', 'escalated'] as const, {
+    description: "the conversation's status once this exchange is counted: `escalated` when it escalated it or came after an escalation",
+  }),
+});
 export const ConversationOnly = Type.Object({ conversation: Conversation });

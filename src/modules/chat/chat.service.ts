@@ -419,7 +419,11 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         const assistantMsg = assistantMessage(accountId, id, text, sources, at, counted.message_count, byWorkflow);
         return { escalateWith, escalatingEmail, messages: [customerMsg, assistantMsg] };
       };
-      const answer = (messages: MessagesTable[]) => ({ messages: messages.map(toMessage) });
+      // The status tells a client whether to fetch the conversation again (an escalation's details, the contact address).
+      const answer = (messages: MessagesTable[], escalated: boolean) => ({
+        messages: messages.map(toMessage),
+        status: escalated ? ('escalated' as const) : ('active' as const),
+      });
       /** Counted once the exchange has committed. */
       const sent = <T>(out: T) => {
         replies[reply.kind][by]++;
@@ -437,7 +441,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // contact address) is one statement on PostgreSQL: no transaction round trips. Not written when the row is no
       // longer as read, or a webhook was enabled since: the transaction below then decides again from the locked row.
       const alone = triggered.length === 0 && planned.escalateWith === null && first.contactEmail === null && writesAlone(db);
-      if (alone && (await recordExchangeAlone(c, c.enabled_webhooks, first.figures, asRead(first), planned.messages))) return sent(answer(planned.messages));
+      if (alone && (await recordExchangeAlone(c, c.enabled_webhooks, first.figures, asRead(first), planned.messages))) return sent(answer(planned.messages, first.alreadyEscalated));
 
       return sent(await writeTransaction(db, async (trx) => {
         let d = first;
@@ -461,7 +465,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         if (escalateWith) await escalateIn(trx, escalatingEmail ? { ...fresh, customer_email: escalatingEmail } : fresh, escalateWith, at);
         // The same address again changes nothing and emits nothing.
         if (contactEmail && emailChanged) await submitContact(trx, fresh, { email: contactEmail });
-        return answer(messages);
+        return answer(messages, d.alreadyEscalated || escalateWith !== null);
       }));
     },
 

@@ -50,6 +50,7 @@ for (const dialect of DIALECTS) {
       assert.equal(assistant.role, 'assistant');
       assert.ok(assistant.sources.length >= 1, 'cites a source');
       assert.match(assistant.content, /5 to 10 business days/);
+      assert.equal(r.body.data.status, 'active');
       const msgs = (await eventsOf(t, t.accountId)).filter((e) => e.event === 'conversation.message' && e.data.conversationId === id);
       assert.deepEqual(msgs.map((e) => e.data.role), ['assistant', 'customer', 'assistant']);
       assert.equal(msgs[1]!.data.content, 'How long do refunds take to get my money back?');
@@ -61,8 +62,10 @@ for (const dialect of DIALECTS) {
       const r1 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'What discount does the Platinum Pedal club give?' } });
       assert.deepEqual(r1.body.data.messages[1].sources, []);
       assert.match(r1.body.data.messages[1].content, /don't know|person/i);
+      assert.equal(r1.body.data.status, 'active', 'one unanswered question does not escalate');
       const r2 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'Do you sponsor amateur racing teams?' } });
       assert.deepEqual(r2.body.data.messages[1].sources, []);
+      assert.equal(r2.body.data.status, 'escalated', 'the second one does, and the answer says so');
       const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
       assert.equal(g.body.data.conversation.status, 'escalated');
       assert.equal(g.body.data.conversation.escalationReason, 'no_answer');
@@ -79,11 +82,13 @@ for (const dialect of DIALECTS) {
       const id = s.body.data.conversation.id;
       const r = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'can I talk to a real person please' } });
       assert.match(r.body.data.messages[1].content, /email/i);
+      assert.equal(r.body.data.status, 'escalated');
       const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key: publicKey });
       assert.equal(g.body.data.conversation.status, 'escalated');
       assert.equal(g.body.data.conversation.escalationReason, 'customer_request');
       const r2 = await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: publicKey, body: { content: 'sure, it is bob@example.org' } });
       assert.match(r2.body.data.messages[1].content, /bob@example\.org/);
+      assert.equal(r2.body.data.status, 'escalated', 'a message after the escalation');
       const evs = (await eventsOf(t, t.accountId)).filter((e) => e.data.conversationId === id);
       assert.equal(evs.filter((e) => e.event === 'escalation').length, 1);
       const sub = evs.find((e) => e.event === 'escalation.submitted');

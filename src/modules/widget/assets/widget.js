@@ -935,12 +935,16 @@
             addMessage(msgs[i]);
             arrived(msgs[i]);
           }
-          // Only a reply that cites nothing can come with an escalation (a request for a person, or questions the
-          // assistant could not answer), or with an email address written after one (the contact address): the
-          // answer does not say, the conversation does.
+          // The answer's status says whether the message escalated the conversation (a request for a person, or
+          // questions the assistant could not answer): only then is it read again, for the escalation's details. Once
+          // escalated, a reply that cites nothing may follow an email address the customer wrote (the contact
+          // address), which only the conversation tells. A server without the status (older) is read as before.
           var last = msgs[msgs.length - 1];
           var c2 = state.conversation;
-          if ((!escalated() || !c2.customerEmail) && last && (!last.sources || last.sources.length === 0)) reread();
+          var citesNothing = last && (!last.sources || last.sources.length === 0);
+          var status = r.data.status;
+          var newlyEscalated = status === undefined ? !escalated() : status === 'escalated' && !escalated();
+          if (citesNothing && (newlyEscalated || (escalated() && !c2.customerEmail))) reread();
           refresh();
           return;
         }
