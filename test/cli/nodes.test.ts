@@ -1,0 +1,3 @@
+import { nodesSuite } from './nodes-suite.js';
+
+nodesSuite('sqlite');
