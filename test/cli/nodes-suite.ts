@@ -82,12 +82,14 @@ export function nodesSuite(dialect: DialectName) {
     before(async () => {
       assertBuildIsFresh();
       db = await freshDatabase(dialect);
-      // A short idle timeout and rundown interval, so both timers fire within the test; quick webhook retries.
+      // A short idle timeout and rundown interval, so both timers fire within the test; quick webhook retries. The
+      // timeout must outlast a reply: on a machine loaded by other jobs (load average 40 on 2 vCPUs) a node's first
+      // reply took over 5 s, and the worker ended the conversation under it (README, Known limits).
       env = {
         DATABASE_URL: db.url,
         REDIS_URL,
         REDIS_KEY_PREFIX: prefix,
-        CONVERSATION_IDLE_TIMEOUT: '5s',
+        CONVERSATION_IDLE_TIMEOUT: '8s',
         RUNDOWN_INTERVAL: '2s',
         WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
         WEBHOOK_TIMEOUT: '1s',
@@ -113,6 +115,11 @@ export function nodesSuite(dialect: DialectName) {
       assert.equal(hook.status, 201);
       hookId = hook.json.data.id;
       hookCreatedAt = Date.parse(hook.json.data.createdAt);
+      // Each node's assistant loaded before the tests (its first reply is the slow one); the outcome does not matter.
+      for (const n of [0, 1]) {
+        const c = await call(n, key, 'POST', '/chat/conversations', { customerId: 'warm-up' });
+        await call(n, key, 'POST', `/chat/conversations/${c.json.data.conversation.id}/messages`, { content: 'hello' });
+      }
     });
     after(async () => {
       for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGTERM');
