@@ -10,9 +10,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Expression, type Kysely, type SqlBool, type Transaction } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DialectName } from '../../db/database.js';
+import { claimingRead } from '../../db/locks.js';
 import { pageLimit } from '../../db/pagination.js';
 import type { DB, DeliveriesTable } from '../../db/schema.js';
 import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
@@ -635,6 +636,15 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   // ------------------------------------------------------------------------------------------ sweep
 
+  /**
+   * The ids of the deliveries a sweep statement changes. On PostgreSQL it skips rows another transaction holds (FOR
+   * UPDATE SKIP LOCKED), as the claim does: the sweep's UPDATE locked rows in its scan's order, a worker's batch of
+   * records (several statements) in another, and with two workers whose leases had expired under a slow machine the
+   * two deadlocked (an audit with SIGKILLed workers saw the sweep fail so). A row skipped is one being written right
+   * now; the next sweep, a few seconds on, sees it again if it still needs sweeping. SQLite has one writer.
+   */
+  const sweepable = (where: Expression<SqlBool>) => claimingRead(db, db.selectFrom('deliveries').select('id').where(where));
+
   async function sweep() {
     const now = clock.now();
     // Disabling or deleting a webhook cancels its pending deliveries, but on PostgreSQL an event committed
@@ -644,22 +654,18 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     await db
       .updateTable('deliveries')
       .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-      .where(sql<boolean>`status = 'pending' and lease_owner is null`)
-      .where('next_attempt_at', '<=', now)
-      .where(sql<boolean>`not ${webhookEnabled}`)
+      .where('id', 'in', sweepable(sql<boolean>`status = 'pending' and lease_owner is null and next_attempt_at <= ${now} and not ${webhookEnabled}`))
       .execute();
     // A test send interrupted by a crash is not retried: it failed.
     await db
       .updateTable('deliveries')
       .set({ status: 'failed', lease_owner: null, lease_expires_at: null, updated_at: now })
-      .where(sql<boolean>`status = 'pending' and next_attempt_at is null and lease_owner is not null`)
-      .where('lease_expires_at', '<', now)
+      .where('id', 'in', sweepable(sql<boolean>`status = 'pending' and next_attempt_at is null and lease_owner is not null and lease_expires_at < ${now}`))
       .execute();
     const r = await db
       .updateTable('deliveries')
       .set({ lease_owner: null, lease_expires_at: null })
-      .where('lease_owner', 'is not', null)
-      .where('lease_expires_at', '<', now)
+      .where('id', 'in', sweepable(sql<boolean>`lease_owner is not null and lease_expires_at < ${now}`))
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) > 0) wake?.();
   }

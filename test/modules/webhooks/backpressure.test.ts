@@ -162,6 +162,59 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('the lease sweep skips a row a batch of records is writing: no deadlock with it (postgres)', { skip: dialect !== 'postgres' && 'one writer on SQLite' }, async () => {
+      // Two expired leases (a worker's whose machine stalled, say); a transaction of another worker is writing one of
+      // them (a batch of records: several statements) when the sweep comes, and writes the other next. The sweep's
+      // UPDATE used to lock B (earlier expiry, first in its scan), wait for A, and the batch's write of B then closed
+      // the cycle: PostgreSQL aborted one of them as a deadlock (seen with two `parley worker`s on a loaded machine).
+      const srv = await startServer();
+      const locker = new pg.Client({ connectionString: PG_URL });
+      await locker.connect();
+      const e = engine();
+      let sweeping: Promise<unknown> | undefined;
+      try {
+        const r = await t.request('POST', '/v1/webhooks', { key: t.key, body: { url: `${srv.url}/s`, events: ['workflow.triggered'], secret: SECRET } });
+        const id = r.body.data.id as string;
+        await emit(t, t.accountId, 'workflow.triggered', { n: 1 });
+        await emit(t, t.accountId, 'workflow.triggered', { n: 2 });
+        const [a, b] = (await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).orderBy('id').execute()).map((x) => x.id);
+        const past = t.ctx.clock.now() - 60_000;
+        // B first whichever way the sweep scans: its lease expired first (the index's order) and its row version was
+        // written first (a sequential scan's).
+        await t.ctx.db.updateTable('deliveries').set({ lease_owner: 'stalled', lease_expires_at: past }).where('id', '=', b!).execute();
+        await t.ctx.db.updateTable('deliveries').set({ lease_owner: 'stalled', lease_expires_at: past + 1 }).where('id', '=', a!).execute();
+        await locker.query(`BEGIN; SET LOCAL search_path TO ${t.database.schema}`);
+        await locker.query('update deliveries set updated_at = updated_at + 1 where id = $1', [a]);
+        let swept = false;
+        sweeping = e.sweep().then(
+          () => (swept = true),
+          (err: unknown) => err,
+        );
+        // The sweep is done, or waits for the row this transaction holds.
+        await waitFor(async () => {
+          if (swept) return true;
+          // Inside a transaction pg_stat_activity is a snapshot taken at its first read: cleared, it is read afresh.
+          await locker.query('select pg_stat_clear_snapshot()');
+          const w = await locker.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%lease_expires_at%' and query not like '%pg_stat_activity%'`);
+          return (w.rowCount ?? 0) > 0;
+        }, 'the sweep done or waiting');
+        await locker.query('update deliveries set updated_at = updated_at + 1 where id = $1', [b]);
+        await locker.query('COMMIT');
+        assert.equal(await sweeping, true, 'the sweep did not fail');
+        const rows = await t.ctx.db.selectFrom('deliveries').select(['id', 'lease_owner']).where('webhook_id', '=', id).orderBy('id').execute();
+        assert.deepEqual(rows.map((x) => [x.id, x.lease_owner]), [[a, 'stalled'], [b, null]], 'B released; A, being written, left for the next sweep');
+        await e.sweep();
+        assert.equal((await t.ctx.db.selectFrom('deliveries').select('id').where('webhook_id', '=', id).where('lease_owner', 'is not', null).execute()).length, 0);
+        await t.request('DELETE', `/v1/webhooks/${id}`, { key: t.key });
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        await sweeping;
+        await locker.end();
+        await e.close();
+        await srv.close();
+      }
+    });
+
     test('attempts sent but not yet recorded are bounded: new sends wait for records (postgres)', { skip: dialect !== 'postgres' && 'needs a second connection holding a lock' }, async () => {
       const srv = await startServer();
       const locker = new pg.Client({ connectionString: PG_URL });
