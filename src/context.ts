@@ -56,17 +56,19 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const workflows = createWorkflowsService(db, clock, events);
   const faqs = createFaqsService(db, clock);
   const analytics = createAnalyticsService(db, database.dialect);
+  const rundowns = createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log });
   const services = {
     accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs }),
     documents: createDocumentsService(db, clock),
     faqs,
     assistant,
     chat: createChatService({ db, clock, events, assistant, workflows }),
-    conversations: createConversationsService(db, events),
+    // Erasing a conversation rewords the rundowns that quote it.
+    conversations: createConversationsService(db, events, rundowns),
     analytics,
     webhooks: createWebhooksService(db, clock, config, deliveries),
     workflows,
-    rundowns: createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log }),
+    rundowns,
   };
   const idempotency = createIdempotencyRepository(db);
   // Only with METRICS_TOKEN: without it nothing is served, so nothing is counted per request either.

@@ -31,3 +31,13 @@ export function lockingRead<Q extends { forUpdate(): Q }>(db: Kysely<DB> | Trans
 export function claimingRead<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
   return db.getExecutor().adapter instanceof PostgresAdapter ? q.forUpdate().skipLocked() : q;
 }
+
+/**
+ * A read that keeps the rows it found from being deleted until the transaction ends, without holding up ordinary
+ * updates of them: on PostgreSQL FOR KEY SHARE (a DELETE, or a FOR UPDATE read such as an erasure's, waits for this
+ * commit; a row deleted by a transaction this read waited for is not returned). SQLite runs one write transaction
+ * at a time: the read is left as is.
+ */
+export function keySharingRead<Q extends { forKeyShare(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? q.forKeyShare() : q;
+}

@@ -202,6 +202,18 @@ export interface RundownsTable {
   created_at: number;
 }
 
+/**
+ * One customer message behind an unanswered group of a rundown (`position`: its index in `unanswered`), recorded when
+ * the rundown was made so that erasing the conversation can reword the rundown (src/modules/rundowns).
+ */
+export interface RundownQuotesTable {
+  account_id: string;
+  rundown_id: string;
+  position: number;
+  message_id: string;
+  conversation_id: string;
+}
+
 /** A key sent with a POST (src/http/idempotency.ts); `status_code` is null while the first request runs. */
 export interface IdempotencyKeysTable {
   account_id: string;
@@ -234,6 +246,7 @@ export interface DB {
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
   rundowns: RundownsTable;
+  rundown_quotes: RundownQuotesTable;
   knowledge_versions: KnowledgeVersionsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

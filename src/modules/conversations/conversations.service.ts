@@ -7,6 +7,7 @@ import { conversationsRepository as repo } from './conversations.repository.js';
 import type { ListConversationsQuery } from './conversations.schemas.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
+import type { RundownsService } from '../rundowns/rundowns.service.js';
 import type { EventBus } from '../webhooks/events.js';
 
 /** How far before a conversation's start the erasure looks for its events (clocks of several nodes differ). */
@@ -69,7 +70,7 @@ export function toConversationRecord(c: Selectable<ConversationsTable>, messages
   };
 }
 
-export function createConversationsService(db: Kysely<DB>, events: EventBus) {
+export function createConversationsService(db: Kysely<DB>, events: EventBus, rundowns: Pick<RundownsService, 'forgetConversation'>) {
   /** Conversations erased by this process since start, by reason (the metrics endpoint reads them). */
   const erased = { request: 0, retention: 0 };
   /**
@@ -91,6 +92,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
         await repo.deleteEvents(trx, accountId, chunk);
       }
       await repo.deleteIdempotencyAnswers(trx, accountId, id);
+      // Rundowns quote customers' wording: reworded here, while the messages are still there to match against.
+      await rundowns.forgetConversation(trx, accountId, id);
       const deleted = await repo.delete(trx, accountId, id);
       // The owner's own systems got this conversation through webhooks: they are told to erase it too.
       if (deleted && reason === 'request') await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });
@@ -136,8 +139,8 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus) {
 
     /**
      * Erases a conversation and what Parley keeps of it: its messages and workflow runs, the events emitted about it
-     * and their webhook deliveries with their attempts (a delivery not yet sent never will be), and the answers kept
-     * for Idempotency-Keys of requests about it; then emits conversation.erased (the ids only), so that the owner's
+     * and their webhook deliveries with their attempts (a delivery not yet sent never will be), the answers kept
+     * for Idempotency-Keys of requests about it, and its wording quoted by rundowns (and untouched FAQs they suggested); then emits conversation.erased (the ids only), so that the owner's
      * systems that got it through webhooks erase it too. One transaction, taken under the conversation row's lock: a message,
      * an end or contact details in flight either committed before (and is erased with the rest) or finds no
      * conversation (404) and writes nothing.

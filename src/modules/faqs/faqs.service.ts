@@ -65,25 +65,29 @@ export function createFaqsService(db: Kysely<DB>, clock: Clock) {
       return toFaqRecord(row);
     },
 
-    async update(accountId: string, id: string, body: UpdateFaqBody) {
+    /** `trx`: inside the caller's transaction (an erasure rewording a suggested FAQ, src/modules/rundowns). */
+    async update(accountId: string, id: string, body: UpdateFaqBody, trx?: Kysely<DB>) {
       rejectBlanks(body);
-      const row = await writeTransaction(db, async (trx) => {
-        const current = await repo.find(trx, accountId, id, true);
+      const write = async (conn: Kysely<DB>) => {
+        const current = await repo.find(conn, accountId, id, true);
         if (!current) throw notFound('faq', id);
         const patch = { ...body, updated_at: nextUpdateTime(clock, current.updated_at) };
-        await repo.update(trx, accountId, id, patch);
-        await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+        await repo.update(conn, accountId, id, patch);
+        await accountsRepository.bumpKnowledgeVersion(conn, accountId);
         return { ...current, ...patch };
-      });
+      };
+      const row = trx ? await write(trx) : await writeTransaction(db, write);
       return toFaqRecord(row);
     },
 
-    async delete(accountId: string, id: string) {
-      const deleted = await writeTransaction(db, async (trx) => {
-        const ok = await repo.delete(trx, accountId, id);
-        if (ok) await accountsRepository.bumpKnowledgeVersion(trx, accountId);
+    /** `trx`: inside the caller's transaction (an erasure withdrawing a suggested FAQ, src/modules/rundowns). */
+    async delete(accountId: string, id: string, trx?: Kysely<DB>) {
+      const write = async (conn: Kysely<DB>) => {
+        const ok = await repo.delete(conn, accountId, id);
+        if (ok) await accountsRepository.bumpKnowledgeVersion(conn, accountId);
         return ok;
-      });
+      };
+      const deleted = trx ? await write(trx) : await writeTransaction(db, write);
       if (!deleted) throw notFound('faq', id);
       return { deleted: true };
     },

@@ -1,6 +1,16 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB, RundownsTable } from '../../db/schema.js';
+import type { DB, RundownQuotesTable, RundownsTable } from '../../db/schema.js';
+import { keySharingRead, lockingRead } from '../../db/locks.js';
 import { newestFirstPage } from '../../db/pagination.js';
+
+/** Ids per IN list or rows per insert: well under SQLite's and PostgreSQL's bound-value limits. */
+const CHUNK = 500;
+
+function chunks<T>(list: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += CHUNK) out.push(list.slice(i, i + CHUNK));
+  return out;
+}
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -16,8 +26,10 @@ export const rundownsRepository = {
     if (f.trigger !== 'all') q = q.where('trigger', '=', f.trigger);
     return newestFirstPage(q, f);
   },
-  find(db: Conn, accountId: string, id: string) {
-    return db.selectFrom('rundowns').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  /** `lock`: the read of a rewording (erasure), locked until its transaction ends (locks.ts). */
+  find(db: Conn, accountId: string, id: string, lock = false) {
+    const q = db.selectFrom('rundowns').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+    return (lock ? lockingRead(db, q) : q).executeTakeFirst();
   },
   /**
    * Inserts unless a scheduled rundown of the same account and window exists (the partial unique index):
@@ -41,6 +53,7 @@ export const rundownsRepository = {
     const inPeriod = db
       .selectFrom('messages')
       .select([
+        'id',
         'conversation_id',
         'role',
         'content',
@@ -55,7 +68,7 @@ export const rundownsRepository = {
     return db
       .selectFrom(inPeriod.as('m'))
       .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .select(['m.content', 'm.created_at', 'c.escalated_at'])
+      .select(['m.id', 'm.conversation_id', 'm.content', 'm.created_at', 'c.escalated_at'])
       .where('c.account_id', '=', accountId)
       .where('m.role', '=', 'customer')
       .where('m.next_role', '=', 'assistant')
@@ -64,6 +77,88 @@ export const rundownsRepository = {
       // A workflow's reply cites nothing but handled the message.
       .where('m.next_workflow', 'is', null)
       .execute();
+  },
+  /**
+   * Which of these conversations of the account still exist, held until the transaction ends so that none of them
+   * can be erased before the rundown that quotes them (and its quote rows) commits; the erasure then waits and finds
+   * the rows (keySharingRead).
+   */
+  async holdConversations(db: Conn, accountId: string, ids: readonly string[]) {
+    const present = new Set<string>();
+    for (const chunk of chunks([...ids].sort())) {
+      const q = db.selectFrom('conversations').select('id').where('account_id', '=', accountId).where('id', 'in', chunk).orderBy('id');
+      for (const r of await keySharingRead(db, q).execute()) present.add(r.id);
+    }
+    return present;
+  },
+  async insertQuotes(db: Conn, rows: readonly RundownQuotesTable[]) {
+    for (const chunk of chunks(rows)) await db.insertInto('rundown_quotes').values(chunk).execute();
+  },
+  /** The unanswered groups (rundown, position) that recorded a message of this conversation. */
+  quotesOf(db: Conn, accountId: string, conversationId: string) {
+    return db
+      .selectFrom('rundown_quotes')
+      .select(['rundown_id', 'position'])
+      .distinct()
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .execute();
+  },
+  /** The wordings still behind one group: its recorded messages that exist, but those of the conversation being erased. */
+  groupSources(db: Conn, accountId: string, rundownId: string, position: number, exceptConversation: string) {
+    return db
+      .selectFrom('rundown_quotes as q')
+      .innerJoin('messages as m', 'm.id', 'q.message_id')
+      .select(['m.content', 'm.created_at'])
+      .where('q.rundown_id', '=', rundownId)
+      .where('q.position', '=', position)
+      .where('q.account_id', '=', accountId)
+      .where('m.account_id', '=', accountId)
+      .where('q.conversation_id', '!=', exceptConversation)
+      .execute();
+  },
+  deleteQuotesOf(db: Conn, accountId: string, conversationId: string) {
+    return db.deleteFrom('rundown_quotes').where('account_id', '=', accountId).where('conversation_id', '=', conversationId).execute();
+  },
+  /** What a conversation's customer wrote, and when: matched by text against rundowns made before quotes were recorded. */
+  customerMessagesOf(db: Conn, accountId: string, conversationId: string) {
+    return db
+      .selectFrom('messages')
+      .select(['content', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where('conversation_id', '=', conversationId)
+      .where('role', '=', 'customer')
+      .execute();
+  },
+  /**
+   * The account's rundowns whose period reaches [first, last] and that recorded no quote: made before quotes were
+   * recorded (or, harmlessly, with nothing left to quote).
+   */
+  unrecordedOverlapping(db: Conn, accountId: string, first: number, last: number) {
+    return db
+      .selectFrom('rundowns as r')
+      .select(['r.id', 'r.from_ts', 'r.to_ts', 'r.body'])
+      .where('r.account_id', '=', accountId)
+      .where('r.from_ts', '<=', last)
+      .where('r.to_ts', '>', first)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('rundown_quotes as q').select('q.rundown_id').whereRef('q.rundown_id', '=', 'r.id'))))
+      .execute();
+  },
+  /**
+   * The answers kept for Idempotency-Keys that may hold this rundown: a POST /v1/rundowns answer is the rundown, so
+   * it repeats its wordings for 24 hours. The caller checks each one's data.id (the LIKE only narrows).
+   */
+  keptAnswersNaming(db: Conn, accountId: string, rundownId: string) {
+    return db
+      .selectFrom('idempotency_keys')
+      .select(['key', 'response'])
+      .where('account_id', '=', accountId)
+      .where('method', '=', 'POST')
+      .where('response', 'like', `%"${rundownId}"%`)
+      .execute();
+  },
+  async setKeptAnswer(db: Conn, accountId: string, key: string, response: string) {
+    await db.updateTable('idempotency_keys').set({ response }).where('account_id', '=', accountId).where('key', '=', key).execute();
   },
   faqQuestions(db: Conn, accountId: string) {
     return db.selectFrom('faqs').select('question').where('account_id', '=', accountId).execute();

@@ -40,14 +40,16 @@ export const RundownTopic = Type.Object({
 });
 
 export const UnansweredQuestion = Type.Object({
-  question: Type.String({ description: "the customers' most frequent wording (the latest on a tie)" }),
+  question: Type.String({
+    description: "the customers' most frequent wording (the latest on a tie); once the conversations it came from are erased, another customer's wording of the same question, else \"(erased)\"",
+  }),
   count: Type.Integer({ description: 'times asked in [from, to), compared lower-cased, whitespace collapsed, trailing punctuation dropped' }),
   lastAskedAt: Timestamp,
 });
 
 export const SuggestedFaq = Type.Object({
   id: Type.String({ description: 'the pending FAQ created for it (GET /faqs/:id)' }),
-  question: Type.String(),
+  question: Type.String({ description: 'the question it was filed with; reworded as the unanswered question it came from is' }),
 });
 
 export const RundownRecord = Type.Object({

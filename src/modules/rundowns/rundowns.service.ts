@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DB, RundownsTable } from '../../db/schema.js';
+import type { DB, RundownQuotesTable, RundownsTable } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
@@ -10,6 +10,7 @@ import { accountsRepository } from '../accounts/accounts.repository.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
 import { isKnowledgeQuestion, normaliseQuestion } from '../assistant/questions.js';
 import { EMAILS_IN_TEXT } from '../assistant/text.js';
+import { faqsRepository } from '../faqs/faqs.repository.js';
 import type { FaqsService } from '../faqs/faqs.service.js';
 import type { EventBus } from '../webhooks/events.js';
 import { rundownsRepository as repo, type Period } from './rundowns.repository.js';
@@ -31,12 +32,50 @@ export const SUGGESTED_CATEGORY = 'suggested';
  */
 export const PLACEHOLDER_ANSWER = 'TBD';
 
+/** Shown instead of a wording once no conversation still present wrote it (the group's count and time stay). */
+export const ERASED_WORDING = '(erased)';
+/**
+ * How many messages behind one group a rundown records (rundown_quotes): the latest of each wording, most frequent
+ * wordings first. Enough to find another customer's wording when one is erased, without one question asked
+ * thousands of times in a year-long rundown writing thousands of rows.
+ */
+const RECORD_PER_WORDING = 25;
+const RECORD_PER_GROUP = 250;
+
+interface Wording {
+  n: number;
+  last: number;
+}
+
 interface UnansweredGroup {
   key: string;
   question: string;
   count: number;
   lastAskedAt: number;
+  /** The messages recorded behind it (rundown_quotes). */
+  sources: { messageId: string; conversationId: string }[];
 }
+
+/**
+ * The text a rundown shows for a customer message: as the customer wrote it, email addresses as `[email]` (a
+ * rundown goes to webhooks and its suggestions become FAQs any key with faqs:read can list) and runs of whitespace
+ * made single spaces.
+ */
+export function wordingOf(content: string) {
+  return content.replace(EMAILS_IN_TEXT, '[email]').trim().replace(/\s+/g, ' ');
+}
+
+/** The customers' most frequent wording; the latest on a tie. */
+function byRank(a: [string, Wording], b: [string, Wording]) {
+  return b[1].n - a[1].n || b[1].last - a[1].last || (a[0] < b[0] ? -1 : 1);
+}
+
+function pickWording(wordings: Map<string, Wording>) {
+  return [...wordings.entries()].sort(byRank)[0]![0];
+}
+
+/** A suggested FAQ's question: the wording, cut to what an FAQ question may hold. */
+const faqQuestionOf = (wording: string) => [...wording].slice(0, MAX_FAQ_QUESTION).join('');
 
 /**
  * Groups the uncited questions by normalised text. Requests for a person, small talk ("thanks", "bye"), a
@@ -44,8 +83,9 @@ interface UnansweredGroup {
  * (the chat captures it as contact details) are not questions the knowledge base could have answered, so they
  * are not counted (`isKnowledgeQuestion`, the rule the conversation's `unanswered` tag uses too).
  */
-export function groupUnanswered(rows: readonly { content: string; created_at: number; escalated_at: number | null }[]) {
-  const groups = new Map<string, { count: number; lastAskedAt: number; wordings: Map<string, { n: number; last: number }> }>();
+export function groupUnanswered(rows: readonly { id: string; conversation_id: string; content: string; created_at: number; escalated_at: number | null }[]) {
+  type Asked = { id: string; conversationId: string; at: number };
+  const groups = new Map<string, { count: number; lastAskedAt: number; wordings: Map<string, Wording & { asked: Asked[] }> }>();
   let total = 0;
   for (const r of rows) {
     if (!isKnowledgeQuestion(r.content, r.created_at, r.escalated_at)) continue;
@@ -58,29 +98,45 @@ export function groupUnanswered(rows: readonly { content: string; created_at: nu
     const g = groups.get(key) ?? { count: 0, lastAskedAt: at, wordings: new Map() };
     g.count++;
     g.lastAskedAt = Math.max(g.lastAskedAt, at);
-    // Shown and filed as the customer wrote it, only with runs of whitespace made single spaces.
-    const wording = content.trim().replace(/\s+/g, ' ');
-    const w = g.wordings.get(wording) ?? { n: 0, last: at };
+    const wording = wordingOf(r.content);
+    const w = g.wordings.get(wording) ?? { n: 0, last: at, asked: [] };
     w.n++;
     w.last = Math.max(w.last, at);
+    w.asked.push({ id: r.id, conversationId: r.conversation_id, at });
     g.wordings.set(wording, w);
     groups.set(key, g);
   }
-  const list: UnansweredGroup[] = [...groups.entries()].map(([key, g]) => ({
-    key,
-    // The customers' most frequent wording; the latest on a tie.
-    question: [...g.wordings.entries()].sort((a, b) => b[1].n - a[1].n || b[1].last - a[1].last || (a[0] < b[0] ? -1 : 1))[0]![0],
-    count: g.count,
-    lastAskedAt: g.lastAskedAt,
-  }));
+  const list = [...groups.entries()].map(([key, g]) => ({ key, question: pickWording(g.wordings), count: g.count, lastAskedAt: g.lastAskedAt, wordings: g.wordings }));
   list.sort((a, b) => b.count - a.count || b.lastAskedAt - a.lastAskedAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { total, top: list.slice(0, TOP_UNANSWERED) };
+  const top: UnansweredGroup[] = list.slice(0, TOP_UNANSWERED).map(({ wordings, ...g }) => {
+    // Every wording in rank order, its latest messages first: the shown one is always recorded, and the next ones
+    // are what an erasure can show instead.
+    const sources: UnansweredGroup['sources'] = [];
+    for (const [, w] of [...wordings.entries()].sort(byRank)) {
+      const latest = [...w.asked].sort((x, y) => y.at - x.at || (x.id < y.id ? -1 : 1)).slice(0, RECORD_PER_WORDING);
+      for (const m of latest.slice(0, RECORD_PER_GROUP - sources.length)) sources.push({ messageId: m.id, conversationId: m.conversationId });
+      if (sources.length >= RECORD_PER_GROUP) break;
+    }
+    return { ...g, sources };
+  });
+  return { total, top };
 }
 
 interface RundownBody {
   topTopics: RundownRecord['topTopics'];
   unanswered: RundownRecord['unanswered'];
   suggestedFaqs: RundownRecord['suggestedFaqs'];
+}
+
+/** A kept answer's body, if it is a JSON envelope (an answer of another endpoint may be anything). */
+function parseKept(text: string | null): { data?: Partial<RundownRecord> } | null {
+  if (text === null) return null;
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null ? (v as { data?: Partial<RundownRecord> }) : null;
+  } catch {
+    return null;
+  }
 }
 
 export function toRundownRecord(r: Selectable<RundownsTable>): RundownRecord {
@@ -140,7 +196,7 @@ export function createRundownsService(deps: {
       const faq = await faqs.create(
         accountId,
         {
-          question: [...g.question].slice(0, MAX_FAQ_QUESTION).join(''),
+          question: faqQuestionOf(g.question),
           answer: PLACEHOLDER_ANSWER,
           category: SUGGESTED_CATEGORY,
           status: 'pending',
@@ -163,7 +219,20 @@ export function createRundownsService(deps: {
         analytics.topicsIn(accountId, p, TOP_TOPICS, trx),
         repo.uncitedQuestions(trx, accountId, p),
       ]);
-      const { total, top } = groupUnanswered(uncited);
+      let asked = uncited;
+      let grouped = groupUnanswered(asked);
+      // The conversations quoted are held until this commits, so an erasure of one of them waits and then finds the
+      // quote rows. One erased between the read and the hold is gone: its questions are left out and the rest
+      // grouped again. Held before the account row is locked below: the erasure's notice (an event insert) takes a
+      // key-share lock on the account, and waiting for the conversation while holding the account could deadlock.
+      for (;;) {
+        const quoted = new Set(grouped.top.flatMap((g) => g.sources.map((s) => s.conversationId)));
+        const present = await repo.holdConversations(trx, accountId, [...quoted]);
+        if (present.size === quoted.size) break;
+        asked = asked.filter((r) => !quoted.has(r.conversation_id) || present.has(r.conversation_id));
+        grouped = groupUnanswered(asked);
+      }
+      const { total, top } = grouped;
       const figures: RundownFigures = {
         conversations: f.conversations,
         messages: f.messages,
@@ -199,6 +268,10 @@ export function createRundownsService(deps: {
       if (candidates.length > 0) await accountsRepository.lockAccount(trx, accountId);
       // Claim first: the loser of a race for a scheduled window stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) return null;
+      const quotes: RundownQuotesTable[] = top.flatMap((g, position) =>
+        g.sources.map((s) => ({ account_id: accountId, rundown_id: row.id, position, message_id: s.messageId, conversation_id: s.conversationId })),
+      );
+      await repo.insertQuotes(trx, quotes);
       body.suggestedFaqs = await suggest(trx, accountId, candidates);
       if (body.suggestedFaqs.length > 0) {
         row.body = JSON.stringify(body);
@@ -219,7 +292,105 @@ export function createRundownsService(deps: {
     });
   }
 
+  /**
+   * A suggested FAQ filed from a wording that is being erased: reworded to the replacement, or deleted when there is
+   * none, but only while it is still exactly as the rundown filed it (pending, category `suggested`, answer TBD, the
+   * filed question). Once the owner changed any of that it is the owner's own text, and left alone.
+   */
+  async function withdrawSuggestion(trx: Transaction<DB>, accountId: string, entry: RundownRecord['suggestedFaqs'][number], replacement: string | null) {
+    const faq = await faqsRepository.find(trx, accountId, entry.id, true);
+    if (!faq || faq.status !== 'pending' || faq.category !== SUGGESTED_CATEGORY || faq.answer !== PLACEHOLDER_ANSWER || faq.question !== entry.question) return;
+    if (replacement === null) await faqs.delete(accountId, faq.id, trx);
+    else await faqs.update(accountId, faq.id, { question: replacement }, trx);
+  }
+
+  /**
+   * Rewords the rundowns that quote a conversation about to be erased, in the erasure's transaction (before its
+   * messages go). A group whose shown wording no longer has a message of a conversation still present behind it
+   * shows the most frequent wording that does (the latest on a tie), else ERASED_WORDING; its count and time stay
+   * (aggregates), as do the rundown's figures. Rundowns made before quotes were recorded have no rows: a group there
+   * is reworded to ERASED_WORDING when this conversation wrote exactly its wording in the rundown's period.
+   * Answers how many rundowns changed.
+   */
+  async function forgetConversation(trx: Transaction<DB>, accountId: string, conversationId: string) {
+    const quoted = await repo.quotesOf(trx, accountId, conversationId);
+    const positions = new Map<string, Set<number>>();
+    for (const q of quoted) positions.set(q.rundown_id, (positions.get(q.rundown_id) ?? new Set()).add(Number(q.position)));
+
+    // What the customer wrote, as a rundown shows it, and as rundowns made before email addresses were masked did.
+    const asked = (await repo.customerMessagesOf(trx, accountId, conversationId)).map((m) => ({
+      at: Number(m.created_at),
+      wordings: new Set([wordingOf(m.content), m.content.trim().replace(/\s+/g, ' ')]),
+    }));
+    const wroteIn = (from: number, to: number, wording: string) => asked.some((m) => m.at >= from && m.at < to && m.wordings.has(wording));
+    const unrecorded = new Set<string>();
+    if (asked.length > 0) {
+      const times = asked.map((m) => m.at);
+      for (const r of await repo.unrecordedOverlapping(trx, accountId, Math.min(...times), Math.max(...times))) {
+        const body = JSON.parse(r.body) as RundownBody;
+        if (body.unanswered.some((u) => wroteIn(Number(r.from_ts), Number(r.to_ts), u.question))) unrecorded.add(r.id);
+      }
+    }
+
+    let changed = 0;
+    // In id order: two erasures rewording the same rundowns lock them in the same order.
+    for (const id of [...new Set([...positions.keys(), ...unrecorded])].sort()) {
+      // Read again under the row's lock: another erasure may have reworded it since.
+      const row = await repo.find(trx, accountId, id, true);
+      if (!row) continue;
+      const body = JSON.parse(row.body) as RundownBody;
+      const replace = new Map<number, string | null>();
+      const mine = positions.get(id);
+      if (mine) {
+        for (const position of mine) {
+          const group = body.unanswered[position];
+          if (!group) continue;
+          const left = new Map<string, Wording>();
+          for (const m of await repo.groupSources(trx, accountId, id, position, conversationId)) {
+            const wording = wordingOf(m.content);
+            const w = left.get(wording) ?? { n: 0, last: Number(m.created_at) };
+            w.n++;
+            w.last = Math.max(w.last, Number(m.created_at));
+            left.set(wording, w);
+          }
+          // Another customer still present wrote the very wording shown: it stays.
+          if (left.has(group.question)) continue;
+          replace.set(position, left.size > 0 ? pickWording(left) : null);
+        }
+      } else {
+        body.unanswered.forEach((u, position) => {
+          if (wroteIn(Number(row.from_ts), Number(row.to_ts), u.question)) replace.set(position, null);
+        });
+      }
+      if (replace.size === 0) continue;
+      for (const [position, wording] of replace) {
+        const group = body.unanswered[position]!;
+        const filed = faqQuestionOf(group.question);
+        group.question = wording ?? ERASED_WORDING;
+        for (const entry of body.suggestedFaqs) {
+          if (entry.question !== filed) continue;
+          await withdrawSuggestion(trx, accountId, entry, wording === null ? null : faqQuestionOf(wording));
+          entry.question = wording === null ? ERASED_WORDING : faqQuestionOf(wording);
+        }
+      }
+      await repo.setBody(trx, accountId, id, JSON.stringify(body));
+      // A POST /v1/rundowns answer kept for its Idempotency-Key repeats the rundown: it is replayed as reworded.
+      for (const kept of await repo.keptAnswersNaming(trx, accountId, id)) {
+        const answer = parseKept(kept.response);
+        if (answer?.data?.id !== id) continue;
+        answer.data.unanswered = body.unanswered;
+        answer.data.suggestedFaqs = body.suggestedFaqs;
+        await repo.setKeptAnswer(trx, accountId, kept.key, JSON.stringify(answer));
+      }
+      changed++;
+    }
+    await repo.deleteQuotesOf(trx, accountId, conversationId);
+    return changed;
+  }
+
   return {
+    forgetConversation,
+
     async list(accountId: string, q: ListRundownsQuery) {
       const f = { trigger: q.trigger ?? 'all', limit: q.limit, offset: q.offset };
       const { rows, total } = await repo.list(db, accountId, f);
