@@ -93,7 +93,7 @@ export function createConversationsService(db: Kysely<DB>, events: EventBus, run
       }
       await repo.deleteIdempotencyAnswers(trx, accountId, id);
       // Rundowns quote customers' wording: reworded here, while the messages are still there to match against.
-      await rundowns.forgetConversation(trx, accountId, id);
+      await rundowns.forgetConversation(trx, accountId, { id, createdAt: c.created_at, topic: c.topic });
       const deleted = await repo.delete(trx, accountId, id);
       // The owner's own systems got this conversation through webhooks: they are told to erase it too.
       if (deleted && reason === 'request') await events.emit(trx, accountId, 'conversation.erased', { conversationId: id, customerId: c.customer_id });

@@ -117,6 +117,9 @@ export const rundownsRepository = {
       .where('q.conversation_id', '!=', exceptConversation)
       .execute();
   },
+  async hasQuotes(db: Conn, rundownId: string) {
+    return (await db.selectFrom('rundown_quotes').select('rundown_id').where('rundown_id', '=', rundownId).limit(1).executeTakeFirst()) !== undefined;
+  },
   deleteQuotesOf(db: Conn, accountId: string, conversationId: string) {
     return db.deleteFrom('rundown_quotes').where('account_id', '=', accountId).where('conversation_id', '=', conversationId).execute();
   },
@@ -131,18 +134,34 @@ export const rundownsRepository = {
       .execute();
   },
   /**
-   * The account's rundowns whose period reaches [first, last] and that recorded no quote: made before quotes were
-   * recorded (or, harmlessly, with nothing left to quote).
+   * The account's rundowns whose period reaches [first, last], and whether each recorded any quote (`recorded`
+   * false: made before quotes were recorded, or with nothing left to quote).
    */
-  unrecordedOverlapping(db: Conn, accountId: string, first: number, last: number) {
-    return db
+  async overlapping(db: Conn, accountId: string, first: number, last: number) {
+    const rows = await db
       .selectFrom('rundowns as r')
       .select(['r.id', 'r.from_ts', 'r.to_ts', 'r.body'])
+      .select(({ exists, selectFrom }) => exists(selectFrom('rundown_quotes as q').select('q.rundown_id').whereRef('q.rundown_id', '=', 'r.id')).as('recorded'))
       .where('r.account_id', '=', accountId)
       .where('r.from_ts', '<=', last)
       .where('r.to_ts', '>', first)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('rundown_quotes as q').select('q.rundown_id').whereRef('q.rundown_id', '=', 'r.id'))))
       .execute();
+    // SQLite answers 0 or 1.
+    return rows.map((r) => ({ ...r, recorded: Boolean(r.recorded) }));
+  },
+  /** Whether a conversation of the period other than `except` still has this topic. */
+  async topicInUse(db: Conn, accountId: string, topic: string, p: Period, except: string) {
+    const r = await db
+      .selectFrom('conversations')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('created_at', '>=', p.from)
+      .where('created_at', '<', p.to)
+      .where('topic', '=', topic)
+      .where('id', '!=', except)
+      .limit(1)
+      .executeTakeFirst();
+    return r !== undefined;
   },
   /**
    * The answers kept for Idempotency-Keys that may hold this rundown: a POST /v1/rundowns answer is the rundown, so

@@ -309,10 +309,15 @@ export function createRundownsService(deps: {
    * messages go). A group whose shown wording no longer has a message of a conversation still present behind it
    * shows the most frequent wording that does (the latest on a tie), else ERASED_WORDING; its count and time stay
    * (aggregates), as do the rundown's figures. Rundowns made before quotes were recorded have no rows: a group there
-   * is reworded to ERASED_WORDING when this conversation wrote exactly its wording in the rundown's period.
+   * is reworded to ERASED_WORDING when this conversation wrote exactly its wording in the rundown's period. A top
+   * topic is the main keyword of some conversation's customer messages: the conversation's topic, in a rundown of the
+   * period it was created in, becomes ERASED_WORDING once no other conversation of that period has it.
    * Answers how many rundowns changed.
    */
-  async function forgetConversation(trx: Transaction<DB>, accountId: string, conversationId: string) {
+  async function forgetConversation(trx: Transaction<DB>, accountId: string, conversation: { id: string; createdAt: number; topic: string | null }) {
+    const conversationId = conversation.id;
+    const { topic } = conversation;
+    const createdAt = Number(conversation.createdAt);
     const quoted = await repo.quotesOf(trx, accountId, conversationId);
     const positions = new Map<string, Set<number>>();
     for (const q of quoted) positions.set(q.rundown_id, (positions.get(q.rundown_id) ?? new Set()).add(Number(q.position)));
@@ -323,22 +328,31 @@ export function createRundownsService(deps: {
       wordings: new Set([wordingOf(m.content), m.content.trim().replace(/\s+/g, ' ')]),
     }));
     const wroteIn = (from: number, to: number, wording: string) => asked.some((m) => m.at >= from && m.at < to && m.wordings.has(wording));
-    const unrecorded = new Set<string>();
-    if (asked.length > 0) {
-      const times = asked.map((m) => m.at);
-      for (const r of await repo.unrecordedOverlapping(trx, accountId, Math.min(...times), Math.max(...times))) {
-        const body = JSON.parse(r.body) as RundownBody;
-        if (body.unanswered.some((u) => wroteIn(Number(r.from_ts), Number(r.to_ts), u.question))) unrecorded.add(r.id);
-      }
+    const topicIn = (from: number, to: number, topics: RundownBody['topTopics']) =>
+      topic !== null && createdAt >= from && createdAt < to && topics.some((x) => x.name === topic);
+    // Rundowns to look at beyond those with quote rows: any whose top topics name the conversation's topic, and
+    // those made before quotes were recorded whose wording it wrote.
+    const matched = new Set<string>();
+    const times = [createdAt, ...asked.map((m) => m.at)];
+    for (const r of await repo.overlapping(trx, accountId, Math.min(...times), Math.max(...times))) {
+      const body = JSON.parse(r.body) as RundownBody;
+      const [from, to] = [Number(r.from_ts), Number(r.to_ts)];
+      if (topicIn(from, to, body.topTopics) || (!r.recorded && body.unanswered.some((u) => wroteIn(from, to, u.question)))) matched.add(r.id);
     }
 
     let changed = 0;
     // In id order: two erasures rewording the same rundowns lock them in the same order.
-    for (const id of [...new Set([...positions.keys(), ...unrecorded])].sort()) {
+    for (const id of [...new Set([...positions.keys(), ...matched])].sort()) {
       // Read again under the row's lock: another erasure may have reworded it since.
       const row = await repo.find(trx, accountId, id, true);
       if (!row) continue;
       const body = JSON.parse(row.body) as RundownBody;
+      const period = { from: Number(row.from_ts), to: Number(row.to_ts) };
+      let topicErased = false;
+      if (topicIn(period.from, period.to, body.topTopics) && !(await repo.topicInUse(trx, accountId, topic!, period, conversationId))) {
+        for (const x of body.topTopics) if (x.name === topic) x.name = ERASED_WORDING;
+        topicErased = true;
+      }
       const replace = new Map<number, string | null>();
       const mine = positions.get(id);
       if (mine) {
@@ -357,12 +371,12 @@ export function createRundownsService(deps: {
           if (left.has(group.question)) continue;
           replace.set(position, left.size > 0 ? pickWording(left) : null);
         }
-      } else {
+      } else if (!(await repo.hasQuotes(trx, id))) {
         body.unanswered.forEach((u, position) => {
-          if (wroteIn(Number(row.from_ts), Number(row.to_ts), u.question)) replace.set(position, null);
+          if (wroteIn(period.from, period.to, u.question)) replace.set(position, null);
         });
       }
-      if (replace.size === 0) continue;
+      if (replace.size === 0 && !topicErased) continue;
       for (const [position, wording] of replace) {
         const group = body.unanswered[position]!;
         const filed = faqQuestionOf(group.question);
@@ -378,6 +392,7 @@ export function createRundownsService(deps: {
       for (const kept of await repo.keptAnswersNaming(trx, accountId, id)) {
         const answer = parseKept(kept.response);
         if (answer?.data?.id !== id) continue;
+        answer.data.topTopics = body.topTopics;
         answer.data.unanswered = body.unanswered;
         answer.data.suggestedFaqs = body.suggestedFaqs;
         await repo.setKeptAnswer(trx, accountId, kept.key, JSON.stringify(answer));
