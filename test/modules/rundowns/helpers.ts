@@ -22,10 +22,10 @@ export async function loadKnowledge(t: TestApp, key: string) {
  * A conversation through the real chat API at the given time (one minute between messages): the sources of
  * every assistant reply, in order.
  */
-export async function converse(t: TestApp, key: string, at: number, messages: string[], opts: { end?: boolean } = {}) {
+export async function converse(t: TestApp, key: string, at: number, messages: string[], opts: { end?: boolean; customerId?: string } = {}) {
   const clock = t.clock as FakeClock;
   clock.set(at);
-  const s = await t.request('POST', '/v1/chat/conversations', { key, body: {} });
+  const s = await t.request('POST', '/v1/chat/conversations', { key, body: opts.customerId === undefined ? {} : { customerId: opts.customerId } });
   assert.equal(s.status, 201, s.text);
   const id: string = s.body.data.conversation.id;
   const sources: string[][] = [];
