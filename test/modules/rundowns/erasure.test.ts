@@ -200,6 +200,18 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(now.figures, made.figures);
     });
 
+    test('erasures of several conversations quoted by one rundown, at once: every rewording is kept', async () => {
+      const a = await shop();
+      const words = ['Zanzibar delivery?', 'Kumquat jam?', 'Quokka plush toys?', 'Walrus mugs?'];
+      const ids = [];
+      for (const [i, w] of words.entries()) ids.push(await ask(a.key, T0 + (i + 1) * HOUR, [w], `cust-${i}`));
+      const made = await rundown(a.key);
+      assert.equal(made.unanswered.length, 4);
+      await Promise.all(ids.map((id) => erase(a.key, id)));
+      const now = await get(a.key, made.id);
+      assert.deepEqual(now.unanswered.map((u: { question: string }) => u.question), [ERASED, ERASED, ERASED, ERASED]);
+    });
+
     test('a rundown made before quotes were recorded is matched by the exact wording in its period', async () => {
       const a = await shop();
       const jane = await ask(a.key, T0 + HOUR, [JANE, JANE]);
