@@ -10,7 +10,8 @@ import { meterUnmatched, registerAuth } from './http/auth.js';
 import { addChatCors, registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { createInflight, registerConnectionClosing } from './http/shutdown.js';
-import { errorHandler, failureBody, noRoute } from './http/errors.js';
+import { ApiError, errorHandler, failureBody, noRoute } from './http/errors.js';
+import { isForeignKeyViolation } from './db/foreign-key.js';
 import { BAD_URL_MESSAGE, hooksOf, parseQuery, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { registerMetricsRoute } from './http/metrics.js';
@@ -335,6 +336,20 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
     done();
   });
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    // A key remembered by the key cache (AUTH_CACHE_TTL) can outlive its account's deletion (`parley accounts delete`
+    // in another process): its writes then fail on the account's foreign key, which is that key being no longer
+    // valid, not a server error. Its account's keys are forgotten here at once.
+    if (!req.is404 && req.auth && isForeignKeyViolation(err)) {
+      const { accountId } = req.auth;
+      return ctx.services.accounts.accountExists(accountId).then(
+        (exists) => {
+          if (exists) return errorHandler(err, req, reply);
+          ctx.services.accounts.forgetAccountKeys(accountId);
+          return errorHandler(new ApiError('UNAUTHORIZED', 'invalid or revoked API key (its account was deleted)') as unknown as FastifyError, req, reply);
+        },
+        () => errorHandler(err, req, reply),
+      );
+    }
     // An unknown route whose body failed to parse never reaches the not-found handler: it is counted (and past the
     // limit refused) here, as every request to an unknown path with a valid key is.
     if (!req.is404) return errorHandler(err, req, reply);

@@ -58,7 +58,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const analytics = createAnalyticsService(db, database.dialect);
   const rundowns = createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log });
   const services = {
-    accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs }),
+    accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs, log }),
     documents: createDocumentsService(db, clock),
     faqs,
     assistant,

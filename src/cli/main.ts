@@ -7,6 +7,7 @@ import { BackupError, backupSqlite } from '../db/backup.js';
 import { sqliteFileOf } from '../db/database.js';
 import { openMigrated } from './database.js';
 import { systemClock } from '../lib/clock.js';
+import { createLogger, type Logger } from '../lib/log.js';
 import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
 import { verifyDelivery } from '../modules/webhooks/signing.js';
 import { runDemo } from './demo.js';
@@ -30,6 +31,13 @@ Usage:
   parley accounts create --name NAME --plan free|pro|business|enterprise
                          [--rate-limit-minute N --rate-limit-day N]
   parley accounts list
+  parley accounts update ID [--name NAME] [--plan free|pro|business|enterprise]
+                         [--rate-limit-minute N] [--rate-limit-day N]
+                                      change an account (the limits: enterprise only; leaving
+                                      enterprise drops them); running nodes apply it within
+                                      AUTH_CACHE_TTL
+  parley accounts delete ID --yes     delete the account and everything it owns, for good (no
+                                      undo: back up first); without --yes, counts what would go
   parley keys create --account ID [--type server|public] [--scopes a,b,...]
   parley keys list --account ID
   parley keys revoke ID
@@ -41,7 +49,15 @@ Every command accepts --json (one JSON object on stdout, nothing else there).
 parley --version prints the version; parley --help this text.
 Configuration comes from the environment: see README.md.`;
 
-class UsageError extends Error {}
+/** Bad usage: exit 2. `details` go into the `--json` answer beside `error`. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
 
 function readBodyFile(path: string): Buffer {
   try {
@@ -49,6 +65,13 @@ function readBodyFile(path: string): Buffer {
   } catch (err) {
     throw new UsageError(`cannot read --body-file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+/** `3 documents, 0 faqs, …`: what an account's deletion removes (or would), kind by kind. */
+function describeCounts(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .map(([kind, n]) => `${n} ${kind}`)
+    .join(', ');
 }
 
 function intFlag(name: string, v: string | undefined): number | undefined {
@@ -72,6 +95,8 @@ const USAGE: Record<string, { options: readonly string[]; args?: number }> = {
   backup: { options: ['to'] },
   'accounts create': { options: ['name', 'plan', 'rate-limit-minute', 'rate-limit-day'] },
   'accounts list': { options: [] },
+  'accounts update': { options: ['name', 'plan', 'rate-limit-minute', 'rate-limit-day'], args: 1 },
+  'accounts delete': { options: ['yes'], args: 1 },
   'keys create': { options: ['account', 'type', 'scopes'] },
   'keys list': { options: ['account'] },
   'keys revoke': { options: [], args: 1 },
@@ -94,11 +119,14 @@ function checkUsage(positionals: string[], given: Record<string, unknown>) {
   }
 }
 
-/** For the commands that read or add rows: a new database is set up, an older version's is left to `parley migrate`. */
-async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>): Promise<T> {
+/**
+ * For the commands that read or add rows: a new database is set up, an older version's is left to `parley migrate`.
+ * `log`: the services log there (JSON lines on stderr, as `serve` does); silent without it.
+ */
+async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>, log?: Logger): Promise<T> {
   const { database } = await openMigrated(config, { migrate: 'new-only' });
   try {
-    return await fn(createContext(config, database, systemClock));
+    return await fn(createContext(config, database, systemClock, log));
   } finally {
     await database.close();
   }
@@ -116,6 +144,7 @@ export async function main(argv: string[]): Promise<number> {
       version: { type: 'boolean', short: 'v', default: false },
       'no-worker': { type: 'boolean', default: false },
       force: { type: 'boolean', default: false },
+      yes: { type: 'boolean', default: false },
       name: { type: 'string' },
       plan: { type: 'string' },
       'rate-limit-minute': { type: 'string' },
@@ -257,6 +286,10 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'accounts':
+      if ((sub === 'update' || sub === 'delete') && !arg) throw new UsageError(`usage: parley accounts ${sub} ACCOUNT_ID …; see parley --help`);
+      if (sub === 'update' && [values.name, values.plan, values['rate-limit-minute'], values['rate-limit-day']].every((v) => v === undefined)) {
+        throw new UsageError('nothing to change: give --name, --plan, --rate-limit-minute or --rate-limit-day');
+      }
       return withContext(config, async (ctx) => {
         if (sub === 'create') {
           const account = await ctx.services.accounts.createAccount({
@@ -273,8 +306,34 @@ export async function main(argv: string[]): Promise<number> {
           out({ accounts }, accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)}  ${a.name}`).join('\n') || 'no accounts');
           return 0;
         }
-        throw new UsageError('usage: parley accounts create|list');
-      });
+        if (sub === 'update') {
+          const account = await ctx.services.accounts.updateAccount(arg!, {
+            name: values.name,
+            plan: values.plan,
+            rateLimitMinute: intFlag('rate-limit-minute', values['rate-limit-minute']),
+            rateLimitDay: intFlag('rate-limit-day', values['rate-limit-day']),
+          });
+          const limits = account.plan === 'enterprise' ? `, ${account.rateLimitMinute}/minute, ${account.rateLimitDay}/day` : '';
+          out(account, `Updated account ${account.id} (${account.name}, plan ${account.plan}${limits}).`);
+          return 0;
+        }
+        if (sub === 'delete') {
+          // Deleting is for good: without --yes, say what would go and how to confirm, and change nothing.
+          if (!values.yes) {
+            const { account, counts } = await ctx.services.accounts.deletionPreview(arg!);
+            throw new UsageError(
+              `refusing to delete account ${account.id} (${account.name}, plan ${account.plan}) without --yes. ` +
+                `It would delete, for good (there is no undo: back up first, README.md Backups): ${describeCounts(counts)}. ` +
+                `To delete it: parley accounts delete ${account.id} --yes`,
+              { id: account.id, deleted: false, counts },
+            );
+          }
+          const r = await ctx.services.accounts.deleteAccount(arg!);
+          out(r, `Deleted account ${r.id} and everything it owned: ${describeCounts(r.counts)}.`);
+          return 0;
+        }
+        throw new UsageError('usage: parley accounts create|list|update|delete');
+      }, sub === 'update' || sub === 'delete' ? createLogger(config.logLevel) : undefined);
     case 'keys':
       return withContext(config, async (ctx) => {
         if (sub === 'create') {
@@ -316,7 +375,7 @@ export async function run(argv: string[]) {
     const startup = (err as Error).name === 'StartupError';
     const known = err instanceof AccountsError || err instanceof UsageError || err instanceof BackupError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const message = known || startup ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
-    if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    if (json) process.stdout.write(`${JSON.stringify({ error: message, ...(err instanceof UsageError ? err.details : {}) })}\n`);
     process.stderr.write(`parley: ${message}\n`);
     // A failed command ends the process, whatever it left open (a pool, a timer): `serve` must not linger.
     process.exit(known ? 2 : 1);

@@ -34,9 +34,10 @@ export function claimingRead<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: 
 
 /**
  * A read that keeps the rows it found from being deleted until the transaction ends, without holding up ordinary
- * updates of them: on PostgreSQL FOR KEY SHARE (a DELETE, or a FOR UPDATE read such as an erasure's, waits for this
- * commit; a row deleted by a transaction this read waited for is not returned). SQLite runs one write transaction
- * at a time: the read is left as is.
+ * updates of them or other readers (a row about to be referenced without a foreign key, or quoted): on PostgreSQL
+ * FOR KEY SHARE (a DELETE, or a FOR UPDATE read such as an erasure's, waits for this commit; a row deleted by a
+ * transaction this read waited for is not returned). SQLite runs one write transaction at a time: the read is left
+ * as is.
  */
 export function keySharingRead<Q extends { forKeyShare(): Q }>(db: Kysely<DB> | Transaction<DB>, q: Q): Q {
   return db.getExecutor().adapter instanceof PostgresAdapter ? q.forKeyShare() : q;

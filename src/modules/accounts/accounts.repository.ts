@@ -68,6 +68,39 @@ const shardOfTransaction = new WeakMap<object, number>();
 // share a row, and several processes rarely do.
 let nextShard = Math.floor(Math.random() * KNOWLEDGE_SHARDS);
 
+/**
+ * The tables holding an account's rows (`account_id`), by the name an account's deletion reports them under, in
+ * the order it deletes them: rows before the rows they reference (messages before their conversations, everything
+ * before the account). delivery_attempts has no account_id: it is reached through the account's deliveries. The
+ * knowledge-version counters and the rundowns' quote records (ids of messages) are bookkeeping, deleted but not reported. A table added with an account_id must be
+ * added here: test/modules/accounts/delete.test.ts lists the tables from the database and fails otherwise.
+ */
+export const OWNED_TABLES = [
+  ['deliveries', 'deliveries'],
+  ['events', 'events'],
+  ['workflowRuns', 'workflow_runs'],
+  ['messages', 'messages'],
+  ['conversations', 'conversations'],
+  ['workflows', 'workflows'],
+  ['webhooks', 'webhooks'],
+  ['rundownQuotes', 'rundown_quotes'],
+  ['rundowns', 'rundowns'],
+  ['documents', 'documents'],
+  ['faqs', 'faqs'],
+  ['knowledgeVersions', 'knowledge_versions'],
+  ['idempotencyKeys', 'idempotency_keys'],
+  ['keys', 'api_keys'],
+] as const satisfies ReadonlyArray<readonly [string, Exclude<keyof DB, 'accounts' | 'delivery_attempts'>]>;
+/** The kinds an account's deletion reports, in the order it reports them (the bookkeeping tables are left out). */
+export const REPORTED_KINDS = [
+  'documents', 'faqs', 'conversations', 'messages', 'workflows', 'workflowRuns', 'rundowns', 'webhooks', 'deliveries', 'deliveryAttempts',
+  'events', 'keys', 'idempotencyKeys',
+] as const;
+export type ReportedKind = (typeof REPORTED_KINDS)[number];
+type OwnedKind = (typeof OWNED_TABLES)[number][0] | 'deliveryAttempts';
+
+const reported = (counts: Record<OwnedKind, number>) => Object.fromEntries(REPORTED_KINDS.map((k) => [k, counts[k]])) as Record<ReportedKind, number>;
+
 export const accountsRepository = {
   insert(db: Conn, row: DB['accounts']) {
     return db.insertInto('accounts').values(row).execute();
@@ -78,6 +111,9 @@ export const accountsRepository = {
    */
   async lockAccount(db: Conn, accountId: string) {
     await lockingRead(db, db.selectFrom('accounts').select('id').where('id', '=', accountId)).execute();
+  },
+  update(db: Conn, id: string, patch: Partial<Pick<DB['accounts'], 'name' | 'plan' | 'rate_limit_minute' | 'rate_limit_day'>>) {
+    return db.updateTable('accounts').set(patch).where('id', '=', id).executeTakeFirst();
   },
   findById(db: Conn, id: string) {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
@@ -120,6 +156,46 @@ export const accountsRepository = {
   },
   findKey(db: Conn, id: string) {
     return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+  /** How many rows of each kind the account owns (OWNED_TABLES, and its deliveries' attempts). */
+  async countOwned(db: Conn, accountId: string): Promise<Record<ReportedKind, number>> {
+    const counts = {} as Record<OwnedKind, number>;
+    for (const [kind, table] of OWNED_TABLES) {
+      const r = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+      counts[kind] = Number(r.n);
+    }
+    const a = await db
+      .selectFrom('delivery_attempts')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('account_id', '=', accountId))
+      .executeTakeFirstOrThrow();
+    counts.deliveryAttempts = Number(a.n);
+    return reported(counts);
+  },
+  /**
+   * Before an account's deletion (PostgreSQL; SQLite has one writer): locks the rows other writers of the account lock
+   * first (its webhooks, then its conversations, then its deliveries, each in id order, the order a delivery
+   * worker's record and a conversation's erasure take them in), so a write in flight commits before the deletion
+   * reads what to delete (and goes with the rest), and one that comes after finds nothing. The account row itself
+   * is locked by lockAccount: every insert of a row referencing it waits for it.
+   */
+  async lockOwnedRows(db: Conn, accountId: string) {
+    for (const table of ['webhooks', 'conversations', 'deliveries'] as const) {
+      await lockingRead(db, db.selectFrom(table).select('id').where('account_id', '=', accountId).orderBy('id')).execute();
+    }
+  },
+  /** Deletes every row the account owns and then the account, in OWNED_TABLES' order; answers the rows deleted per kind. */
+  async deleteOwned(db: Conn, accountId: string): Promise<Record<ReportedKind, number>> {
+    const attempts = await db
+      .deleteFrom('delivery_attempts')
+      .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('account_id', '=', accountId))
+      .executeTakeFirst();
+    const counts = { deliveryAttempts: Number(attempts.numDeletedRows) } as Record<OwnedKind, number>;
+    for (const [kind, table] of OWNED_TABLES) {
+      counts[kind] = Number((await db.deleteFrom(table).where('account_id', '=', accountId).executeTakeFirst()).numDeletedRows);
+    }
+    await db.deleteFrom('accounts').where('id', '=', accountId).execute();
+    return reported(counts);
   },
   /** The one lookup on every request: the key by hash joined to its account. */
   async findActiveKeyByHash(db: Conn, hash: string) {

@@ -5,6 +5,8 @@ import { lockForCheckThenWrite } from '../../db/locks.js';
 import type { DB } from '../../db/schema.js';
 import type { Clock } from '../../lib/clock.js';
 import { toIso } from '../../lib/clock.js';
+import { silentLogger, type Logger } from '../../lib/log.js';
+import { writeTransaction } from '../../db/unit-of-work.js';
 import { newId } from '../../lib/ids.js';
 import { accountsRepository as repo } from './accounts.repository.js';
 import { KEY_TYPES, PLAN_LIMITS, PLANS, SCOPES, type AuthContext, type KeyType, type Plan } from './accounts.schemas.js';
@@ -20,6 +22,55 @@ export class AccountsExistError extends AccountsError {
 
 /** The accounts' limit columns are 32-bit integers on PostgreSQL: a larger limit failed there as an unexpected error. */
 const MAX_RATE_LIMIT = 2_147_483_647;
+
+/** A name `accounts create` or `accounts update` was given, trimmed and not blank. */
+function checkName(name: string) {
+  if (name.length > 200) throw new AccountsError('--name must be at most 200 characters');
+}
+
+function checkPlan(plan: string): Plan {
+  if (!(PLANS as readonly string[]).includes(plan)) throw new AccountsError(`--plan must be one of ${PLANS.join(', ')}`);
+  return plan as Plan;
+}
+
+/**
+ * The rate limits given for an account that is (or becomes) on `plan`: an enterprise account needs both, except those
+ * it already has (`current`, when it is enterprise already); every other plan refuses them.
+ */
+function checkLimits(plan: Plan, given: { minute: number | undefined; day: number | undefined }, current: { minute: number; day: number } | null) {
+  if (plan !== 'enterprise') {
+    if (given.minute !== undefined || given.day !== undefined) {
+      throw new AccountsError('--rate-limit-minute and --rate-limit-day are only accepted for the enterprise plan');
+    }
+    return;
+  }
+  for (const [flag, v] of [['--rate-limit-minute', given.minute], ['--rate-limit-day', given.day]] as const) {
+    if (v === undefined) {
+      if (current) continue;
+      throw new AccountsError(`${flag} is required for the enterprise plan`);
+    }
+    if (!Number.isInteger(v) || v < 1) throw new AccountsError(`${flag} must be a positive integer`);
+    if (v > MAX_RATE_LIMIT) throw new AccountsError(`${flag} must be at most ${MAX_RATE_LIMIT}`);
+  }
+}
+
+/** An account as the CLI prints it (`accounts create`, `list`, `update`): an enterprise account with its own limits. */
+function accountView(r: Pick<DB['accounts'], 'id' | 'name' | 'plan' | 'rate_limit_minute' | 'rate_limit_day' | 'created_at'>) {
+  return {
+    id: r.id,
+    name: r.name,
+    plan: r.plan,
+    ...(r.plan === 'enterprise' ? { rateLimitMinute: r.rate_limit_minute, rateLimitDay: r.rate_limit_day } : {}),
+    createdAt: toIso(r.created_at),
+  };
+}
+
+export interface UpdateAccountInput {
+  name?: string | undefined;
+  plan?: string | undefined;
+  rateLimitMinute?: number | undefined;
+  rateLimitDay?: number | undefined;
+}
 
 export const hashKey = (secret: string) => createHash('sha256').update(secret).digest('hex');
 
@@ -57,30 +108,23 @@ function createKeyCache(clock: Clock, ttlMs: number, max = 10_000) {
       entries.set(secret, { auth, expires: clock.now() + ttlMs });
     },
     clear: () => entries.clear(),
+    /** Forgets the keys of one account (its plan changed, or it was deleted, through this process). */
+    forgetAccount(accountId: string) {
+      for (const [secret, e] of entries) if (e.auth.accountId === accountId) entries.delete(secret);
+    },
   };
 }
 
-export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dialect: DialectName; authCacheTtlMs?: number }) {
+export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dialect: DialectName; authCacheTtlMs?: number; log?: Logger }) {
   const keyCache = createKeyCache(clock, opts.authCacheTtlMs ?? 0);
+  const log = opts.log ?? silentLogger;
   const service = {
     async createAccount(input: CreateAccountInput, conn: Kysely<DB> | Transaction<DB> = db) {
       const name = input.name?.trim();
       if (!name) throw new AccountsError('--name is required');
-      if (name.length > 200) throw new AccountsError('--name must be at most 200 characters');
-      if (!(PLANS as readonly string[]).includes(input.plan)) {
-        throw new AccountsError(`--plan must be one of ${PLANS.join(', ')}`);
-      }
-      const plan = input.plan as Plan;
-      const custom = input.rateLimitMinute !== undefined || input.rateLimitDay !== undefined;
-      if (plan === 'enterprise') {
-        for (const [flag, v] of [['--rate-limit-minute', input.rateLimitMinute], ['--rate-limit-day', input.rateLimitDay]] as const) {
-          if (v === undefined) throw new AccountsError(`${flag} is required for the enterprise plan`);
-          if (!Number.isInteger(v) || v < 1) throw new AccountsError(`${flag} must be a positive integer`);
-          if (v > MAX_RATE_LIMIT) throw new AccountsError(`${flag} must be at most ${MAX_RATE_LIMIT}`);
-        }
-      } else if (custom) {
-        throw new AccountsError('--rate-limit-minute and --rate-limit-day are only accepted for the enterprise plan');
-      }
+      checkName(name);
+      const plan = checkPlan(input.plan);
+      checkLimits(plan, { minute: input.rateLimitMinute, day: input.rateLimitDay }, null);
       const now = clock.now();
       const row = {
         id: newId('acct', now),
@@ -92,13 +136,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
         created_at: now,
       };
       await repo.insert(conn, row);
-      return {
-        id: row.id,
-        name,
-        plan,
-        ...(plan === 'enterprise' ? { rateLimitMinute: row.rate_limit_minute, rateLimitDay: row.rate_limit_day } : {}),
-        createdAt: toIso(now),
-      };
+      return accountView(row);
     },
 
     /**
@@ -118,14 +156,84 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
 
     async listAccounts() {
       const rows = await repo.list(db);
-      // As `accounts create` prints an account: an enterprise account's own limits with it.
-      return rows.map((r) => ({
-        id: r.id,
-        name: r.name,
-        plan: r.plan,
-        ...(r.plan === 'enterprise' ? { rateLimitMinute: r.rate_limit_minute, rateLimitDay: r.rate_limit_day } : {}),
-        createdAt: toIso(r.created_at),
-      }));
+      return rows.map(accountView);
+    },
+
+    /**
+     * `parley accounts update`: the fields given, checked as `createAccount` checks them against the plan the account
+     * ends up on. An account that leaves enterprise loses its own limits (its plan's apply). Read and written under the
+     * account row's lock, so two updates cannot each keep the other's old plan or limits. Running nodes see the change
+     * when their key cache forgets the account's keys (AUTH_CACHE_TTL); this process's cache forgets them at once.
+     */
+    async updateAccount(id: string, input: UpdateAccountInput) {
+      if (input.name === undefined && input.plan === undefined && input.rateLimitMinute === undefined && input.rateLimitDay === undefined) {
+        throw new AccountsError('nothing to change: give --name, --plan, --rate-limit-minute or --rate-limit-day');
+      }
+      let name: string | undefined;
+      if (input.name !== undefined) {
+        name = input.name.trim();
+        if (!name) throw new AccountsError('--name must not be blank');
+        checkName(name);
+      }
+      const newPlan = input.plan === undefined ? undefined : checkPlan(input.plan);
+      const { before, after } = await writeTransaction(db, async (trx) => {
+        await repo.lockAccount(trx, id);
+        const row = await repo.findById(trx, id);
+        if (!row) throw new AccountsError(`account ${id} not found`);
+        const plan = newPlan ?? row.plan;
+        const current = row.plan === 'enterprise' && row.rate_limit_minute !== null && row.rate_limit_day !== null ? { minute: row.rate_limit_minute, day: row.rate_limit_day } : null;
+        checkLimits(plan, { minute: input.rateLimitMinute, day: input.rateLimitDay }, current);
+        const next = {
+          name: name ?? row.name,
+          plan,
+          rate_limit_minute: plan === 'enterprise' ? (input.rateLimitMinute ?? current!.minute) : null,
+          rate_limit_day: plan === 'enterprise' ? (input.rateLimitDay ?? current!.day) : null,
+        };
+        await repo.update(trx, id, next);
+        return { before: row, after: { ...row, ...next } };
+      });
+      keyCache.forgetAccount(id);
+      const changed = (['name', 'plan', 'rate_limit_minute', 'rate_limit_day'] as const).filter((k) => before[k] !== after[k]);
+      log.info(
+        { accountId: id, changed: Object.fromEntries(changed.map((k) => [k, { from: before[k], to: after[k] }])) },
+        changed.length ? 'account updated' : 'account update changed nothing',
+      );
+      return accountView(after);
+    },
+
+    /** What deleting the account would delete, per kind (`parley accounts delete` without --yes). */
+    async deletionPreview(id: string) {
+      const row = await repo.findById(db, id);
+      if (!row) throw new AccountsError(`account ${id} not found`);
+      return { account: accountView(row), counts: await repo.countOwned(db, id) };
+    },
+
+    /**
+     * `parley accounts delete --yes`: the account and every row it owns, in one transaction, for good (no soft delete,
+     * no undo: a backup is the way back). No webhook is told (the account's webhooks go with it); the log is.
+     *
+     * On PostgreSQL the account row is locked first: every insert of a row that references it (a document, a
+     * conversation, an Idempotency-Key, a rundown…) waits for the deletion and then fails on the foreign key. Then the
+     * rows that other writes of the account lock first (lockOwnedRows): a chat message, an erasure or a delivery
+     * worker's record in flight commits before the deletion reads what to delete, and one after finds nothing to
+     * write to (the worker's writes are conditional on its lease, so they write nothing). SQLite has one writer.
+     */
+    async deleteAccount(id: string) {
+      const { account, counts } = await writeTransaction(db, async (trx) => {
+        await repo.lockAccount(trx, id);
+        const row = await repo.findById(trx, id);
+        if (!row) throw new AccountsError(`account ${id} not found`);
+        await repo.lockOwnedRows(trx, id);
+        return { account: row, counts: await repo.deleteOwned(trx, id) };
+      });
+      keyCache.forgetAccount(id);
+      log.info({ accountId: id, name: account.name, plan: account.plan, counts }, 'account deleted');
+      return { id, deleted: true as const, counts };
+    },
+
+    /** Whether the account still exists (a request whose cached key outlived its account's deletion: app.ts). */
+    async accountExists(id: string) {
+      return (await repo.findById(db, id)) !== undefined;
     },
 
     async createKey(input: { accountId: string; type?: string; scopes?: string[] }, conn: Kysely<DB> | Transaction<DB> = db) {
@@ -215,6 +323,11 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
     /** Drops remembered keys, e.g. after changing a plan or revoking a key outside this service. */
     forgetCachedKeys() {
       keyCache.clear();
+    },
+
+    /** Drops the remembered keys of one account. */
+    forgetAccountKeys(accountId: string) {
+      keyCache.forgetAccount(accountId);
     },
   };
   return service;

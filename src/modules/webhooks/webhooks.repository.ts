@@ -1,6 +1,6 @@
 import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
-import { claimingRead, lockingRead } from '../../db/locks.js';
+import { claimingRead, keySharingRead, lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -13,6 +13,10 @@ export const webhooksRepository = {
   find(db: Conn, accountId: string, id: string, lock = false) {
     const q = db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', id);
     return (lock ? lockingRead(db, q) : q).executeTakeFirst();
+  },
+  /** Whether the webhook is there, kept there until the transaction ends (locks.ts keySharingRead). */
+  async exists(db: Conn, accountId: string, id: string) {
+    return (await keySharingRead(db, db.selectFrom('webhooks').select('id').where('account_id', '=', accountId).where('id', '=', id)).executeTakeFirst()) !== undefined;
   },
   /**
    * The webhooks an event fans out to: enabled ones of the account (subscriptions filtered by the caller). The

@@ -282,26 +282,32 @@ export function createWebhooksService(
       const deliveryId = newId('dlv', now);
       // The row alone does not carry out the request: its Idempotency-Key is marked with the attempt's record
       // (delivery.ts), so a node that dies before sending leaves the key free and a retry sends.
-      await outsideUnitOfWork(() => writeTransaction(db, (trx) => deliveriesRepository.insertQuery(trx, [
-        {
-          id: deliveryId,
-          account_id: accountId,
-          webhook_id: hook.id,
-          event_id: null,
-          event: 'test',
-          url: hook.url,
-          secret: hook.secret,
-          body,
-          status: 'pending',
-          attempt_count: 0,
-          auto_attempts: 0,
-          next_attempt_at: null, // never due: only this request sends it
-          lease_owner: null,
-          lease_expires_at: null,
-          created_at: now,
-          updated_at: now,
-        },
-      ]).execute()));
+      await outsideUnitOfWork(() => writeTransaction(db, async (trx) => {
+        // The deliveries table has no foreign key: a deletion of the webhook or of its account (`parley accounts
+        // delete`) committing since the read above would leave a delivery that nobody owns, sent after the deletion.
+        // Read again and kept until this insert commits; a deletion waits for it (and then deletes the delivery too).
+        if (!(await repo.exists(trx, accountId, id))) throw notFound('webhook', id);
+        await deliveriesRepository.insertQuery(trx, [
+          {
+            id: deliveryId,
+            account_id: accountId,
+            webhook_id: hook.id,
+            event_id: null,
+            event: 'test',
+            url: hook.url,
+            secret: hook.secret,
+            body,
+            status: 'pending',
+            attempt_count: 0,
+            auto_attempts: 0,
+            next_attempt_at: null, // never due: only this request sends it
+            lease_owner: null,
+            lease_expires_at: null,
+            created_at: now,
+            updated_at: now,
+          },
+        ]).execute();
+      }));
       const lease = await engine.acquire(deliveryId);
       if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
       await engine.attempt(lease.d, 'test', lease.leaseOwner);

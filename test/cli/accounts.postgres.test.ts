@@ -1,0 +1,3 @@
+import { accountsCliSuite } from './accounts-suite.js';
+
+accountsCliSuite('postgres');

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { sql, type Kysely } from 'kysely';
+import type { DialectName } from '../../../src/db/database.js';
+import type { DB } from '../../../src/db/schema.js';
+import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import type { TestApp } from '../../helpers/app.js';
+
+/**
+ * The tables of the database, read from the database itself (not from src/db/schema.ts), split by whether they have
+ * an account_id column: a table a later migration adds is covered by the checks below without being named here.
+ */
+export async function tablesOf(db: Kysely<DB>, dialect: DialectName): Promise<{ withAccount: string[]; without: string[] }> {
+  const rows =
+    dialect === 'sqlite'
+      ? (
+          await sql<{ name: string; has: number }>`
+            select m.name as name, exists (select 1 from pragma_table_info(m.name) p where p.name = 'account_id') as has
+            from sqlite_master m where m.type = 'table' and m.name not like 'sqlite\\_%' escape '\\'`.execute(db)
+        ).rows
+      : (
+          await sql<{ name: string; has: boolean }>`
+            select t.table_name as name,
+              exists (select 1 from information_schema.columns c
+                where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'account_id') as has
+            from information_schema.tables t where t.table_schema = current_schema() and t.table_type = 'BASE TABLE'`.execute(db)
+        ).rows;
+  return {
+    withAccount: rows.filter((r) => Boolean(r.has)).map((r) => r.name).sort(),
+    without: rows.filter((r) => !r.has).map((r) => r.name).sort(),
+  };
+}
+
+/**
+ * Tables without account_id, each known to hold nothing of an account by itself: the accounts (by id), delivery
+ * attempts (reached through their delivery) and the migrator's own. A new one must be added here on purpose.
+ */
+export const TABLES_WITHOUT_ACCOUNT_ID = ['accounts', 'delivery_attempts', 'kysely_migration', 'kysely_migration_lock'];
+
+/** Rows per table that carry this account_id, for every such table in the database; plus the account row and the attempts of `deliveryIds`. */
+export async function rowsOf(db: Kysely<DB>, dialect: DialectName, accountId: string, deliveryIds: string[]): Promise<Record<string, number>> {
+  const { withAccount, without } = await tablesOf(db, dialect);
+  assert.deepEqual(without, TABLES_WITHOUT_ACCOUNT_ID, 'a table without account_id: say how an account deletion reaches its rows');
+  const out: Record<string, number> = {};
+  for (const table of withAccount) {
+    const r = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)} where account_id = ${accountId}`.execute(db);
+    out[table] = Number(r.rows[0]!.n);
+  }
+  out.accounts = (await db.selectFrom('accounts').select('id').where('id', '=', accountId).execute()).length;
+  out.delivery_attempts = deliveryIds.length ? (await db.selectFrom('delivery_attempts').select('delivery_id').where('delivery_id', 'in', deliveryIds).execute()).length : 0;
+  return out;
+}
+
+/** Attempts whose delivery is gone: none may be left behind by any deletion. */
+export async function orphanAttempts(db: Kysely<DB>): Promise<number> {
+  const r = await db
+    .selectFrom('delivery_attempts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.id', '=', 'delivery_attempts.delivery_id'))))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/**
+ * Fills an account through the API so that every table holding account rows has some: a document and an FAQ (with
+ * their knowledge-version counter), a workflow, a webhook with a test send to `receiverUrl` (a delivery and its attempt),
+ * a conversation whose message fires the workflow (messages, a workflow run, events, pending deliveries), a rundown,
+ * and Idempotency-Keys. Answers the ids of the account's deliveries.
+ */
+export async function fillAccount(t: TestApp, a: { accountId: string; key: string }, receiverUrl: string, tag: string): Promise<{ deliveryIds: string[] }> {
+  const key = a.key;
+  const ok = (r: { status: number; text: string }, status: number) => assert.equal(r.status, status, r.text);
+  ok(await t.request('POST', '/v1/documents', { key, body: { title: `Shipping ${tag}`, content: 'Orders ship the same day.' }, headers: { 'idempotency-key': `doc-${tag}` } }), 201);
+  ok(await t.request('POST', '/v1/faqs', { key, body: { question: 'How do I track my order?', answer: 'Use the link in your email.', category: 'shipping' } }), 201);
+  ok(await t.request('POST', '/v1/workflows', { key, body: { slug: 'demo', name: 'Demo', triggers: ['book a demo'], fields: [{ key: 'email', type: 'email' }] } }), 201);
+  const wh = await t.request('POST', '/v1/webhooks', { key, body: { url: `${receiverUrl}/hooks/${tag}`, events: [...SUBSCRIBABLE_EVENTS], secret: `secret-${tag}` } });
+  ok(wh, 201);
+  ok(await t.request('POST', `/v1/webhooks/${wh.body.data.id}/test`, { key }), 200);
+  const started = await t.request('POST', '/v1/chat/conversations', { key, body: { customerId: `cust-${tag}` }, headers: { 'idempotency-key': `start-${tag}` } });
+  ok(started, 201);
+  const conv = started.body.data.conversation.id as string;
+  ok(await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key, body: { content: 'I want to book a demo, my email is jo@acme.test' } }), 200);
+  const now = Date.now();
+  ok(await t.request('POST', '/v1/rundowns', { key, body: { from: new Date(now - 3_600_000).toISOString(), to: new Date(now + 60_000).toISOString() } }), 201);
+  const deliveryIds = (await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).map((d) => d.id);
+  return { deliveryIds };
+}
