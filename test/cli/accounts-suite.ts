@@ -48,10 +48,12 @@ export function accountsCliSuite(dialect: DialectName) {
         [[a.id, '--force'], /^parley accounts update takes no --force/],
         [['acct_nope', '--name', 'X'], /^account acct_nope not found$/],
       ];
-      const runs = await Promise.all(cases.map(([args]) => cli(['accounts', 'update', ...args, '--json'], env)));
+      const [help, ...runs] = await Promise.all([cli(['--help'], env), ...cases.map(([args]) => cli(['accounts', 'update', ...args, '--json'], env))]);
+      assert.match(help.stdout, /parley accounts update ID \[--name NAME\] \[--plan free\|pro\|business\|enterprise\]/);
+      assert.match(help.stdout, /parley accounts delete ID --yes/);
       runs.forEach((r, i) => {
-        assert.equal(r.code, 2, `${cases[i]![0].join(' ')}: ${r.stderr}`);
-        assert.match(oneJson(r).error, cases[i]![1]);
+        assert.equal(r!.code, 2, `${cases[i]![0].join(' ')}: ${r!.stderr}`);
+        assert.match(oneJson(r!).error, cases[i]![1]);
       });
       const listed = oneJson(await cli(['accounts', 'list', '--json'], env)).accounts.find((x: any) => x.id === a.id);
       assert.deepEqual(listed, a, 'nothing changed');
