@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -59,3 +60,19 @@ export async function createTestDatabase(dialect: DialectName, opts: { file?: st
  * pooled connection fills its own page, so a later transaction's row can sit before an earlier one's.
  */
 export const insertionOrder = (dialect: DialectName) => (dialect === 'sqlite' ? sql`rowid` : sql`xmin::text::bigint, ctid`);
+
+/** PostgreSQL: waits (up to 8 s, else fails) until `n` connections wait on a lock the connection `locker` holds. */
+export async function waitingOn(locker: number, n: number) {
+  const watcher = new pg.Client({ connectionString: PG_URL });
+  await watcher.connect();
+  try {
+    const deadline = Date.now() + 8_000;
+    const count = async () => (await watcher.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [locker])).rows[0].n as number;
+    while ((await count()) < n) {
+      assert.ok(Date.now() < deadline, `${n} connections waiting on the lock`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await watcher.end();
+  }
+}

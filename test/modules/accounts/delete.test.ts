@@ -4,7 +4,7 @@ import pg from 'pg';
 import { systemClock } from '../../../src/lib/clock.js';
 import { createAccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
-import { DIALECTS, PG_URL } from '../../helpers/db.js';
+import { DIALECTS, waitingOn } from '../../helpers/db.js';
 import { startWorker, waitFor, sleep } from '../webhooks/delivery-helpers.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
 import { fillAccount, orphanAttempts, rowsOf } from './fixtures.js';
@@ -163,18 +163,3 @@ for (const dialect of DIALECTS) {
   });
 }
 
-/** Waits until `n` connections wait on a lock the connection `locker` holds. */
-async function waitingOn(locker: number, n: number) {
-  const watcher = new pg.Client({ connectionString: PG_URL });
-  await watcher.connect();
-  try {
-    const deadline = Date.now() + 8_000;
-    const count = async () => (await watcher.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [locker])).rows[0].n as number;
-    while ((await count()) < n) {
-      assert.ok(Date.now() < deadline, `${n} connections waiting on the lock`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  } finally {
-    await watcher.end();
-  }
-}

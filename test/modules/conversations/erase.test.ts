@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
 import { newId } from '../../../src/lib/ids.js';
 import { conversationsRepository } from '../../../src/modules/conversations/conversations.repository.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
-import { DIALECTS, PG_URL } from '../../helpers/db.js';
+import { DIALECTS, waitingOn } from '../../helpers/db.js';
 import { DAY, HOUR, insertConversation, insertMessage } from './fixtures.js';
 
 /** What the database still holds that names the conversation, table by table. */
@@ -31,22 +30,6 @@ async function traces(t: SuiteApp, accountId: string, id: string) {
       (k) => k.path.includes(id) || (k.response ?? '').includes(id),
     ).length,
   };
-}
-
-/** Waits until `n` connections of the PostgreSQL server wait on a lock the connection `locker` holds (watched from a connection of its own). */
-async function waitingOn(locker: number, n: number) {
-  const watcher = new pg.Client({ connectionString: PG_URL });
-  await watcher.connect();
-  try {
-    const deadline = Date.now() + 8_000;
-    const count = async () => (await watcher.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [locker])).rows[0].n as number;
-    while ((await count()) < n) {
-      assert.ok(Date.now() < deadline, `${n} connections waiting on the lock`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  } finally {
-    await watcher.end();
-  }
 }
 
 for (const dialect of DIALECTS) {

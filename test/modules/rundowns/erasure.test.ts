@@ -1,34 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { loadConfig } from '../../../src/config.js';
 import { newId } from '../../../src/lib/ids.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { useTestApp } from '../../helpers/app.js';
-import { DIALECTS, PG_URL } from '../../helpers/db.js';
+import { DIALECTS, waitingOn } from '../../helpers/db.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, T0 } from './helpers.js';
 
 const RANGE = { from: iso(T0), to: iso(T0 + DAY) };
 /** A customer's question with personal data in it, as the GDPR erasure must reach it. */
 const JANE = 'Jane Roe here, order 4411: was my card ending 1234 charged twice?';
 const ERASED = '(erased)';
-
-/** Waits until `n` connections of the PostgreSQL server wait on a lock the connection `locker` holds (watched from a connection of its own). */
-async function waitingOn(locker: number, n: number) {
-  const watcher = new pg.Client({ connectionString: PG_URL });
-  await watcher.connect();
-  try {
-    const deadline = Date.now() + 8_000;
-    const count = async () => (await watcher.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [locker])).rows[0].n as number;
-    while ((await count()) < n) {
-      assert.ok(Date.now() < deadline, `${n} connections waiting on the lock`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  } finally {
-    await watcher.end();
-  }
-}
 
 for (const dialect of DIALECTS) {
   describe(`erasing a conversation rewords the rundowns that quote it (${dialect})`, () => {
