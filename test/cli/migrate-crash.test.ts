@@ -27,6 +27,7 @@ import { hashKey } from '../../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../../src/modules/accounts/accounts.schemas.js';
 import { newId } from '../../src/lib/ids.js';
 import { DIALECTS, PG_URL } from '../helpers/db.js';
+import { until } from '../helpers/until.js';
 import { assertBuildIsFresh, ENTRY, freshDatabase, stopChild } from './cli-suite.js';
 
 const OLD_LEVEL = '0005_rundowns';
@@ -153,17 +154,10 @@ function spawnServe(env: Record<string, string>) {
   return { child, listening, stderr: () => stderr };
 }
 
-const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode ? r() : c.once('exit', () => r())));
+/** `until` with this file's patience (child processes on a loaded machine). */
+const waitUntil = <T>(fn: () => T | null | undefined | false | Promise<T | null | undefined | false>, what: string, timeoutMs = 30_000, everyMs = 5) => until(fn, what, timeoutMs, everyMs);
 
-async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 30_000, everyMs = 5): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode ? r() : c.once('exit', () => r())));
 
 /** The answers a client gets from a served database. */
 async function answers(base: string, f: Fixture) {
@@ -235,7 +229,7 @@ for (const dialect of DIALECTS) {
             children.push(first.child);
             const walBefore = wal();
             let heldSince = 0;
-            await waitFor(() => {
+            await waitUntil(() => {
               if (first.child.exitCode !== null) assert.fail(`serve finished its migrations before it could be killed: ${first.stderr()}`);
               if (!probe.held()) return (heldSince = 0), false;
               heldSince ||= Date.now();
@@ -268,7 +262,7 @@ for (const dialect of DIALECTS) {
               (await admin.query<{ pid: number }>(`select pid from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock' and wait_event = $2`, [`${name}_${tag}`, waitEvent])).rows[0]?.pid;
             const first = spawnServe({ DATABASE_URL: withName(crashed.url, 'parley_upgrade') });
             children.push(first.child);
-            zombie = await waitFor(() => {
+            zombie = await waitUntil(() => {
               if (first.child.exitCode !== null) assert.fail(`serve exited: ${first.stderr()}`);
               return backend('parley_upgrade', 'relation');
             }, "serve's migration waiting in 0008's ALTER TABLE messages", 120_000); // after any other schema's migration: one lock id for the server
@@ -283,7 +277,7 @@ for (const dialect of DIALECTS) {
             await blocker.query('rollback');
             await blocker.end();
             blocker = undefined;
-            await waitFor(async () => (await admin.query('select 1 from pg_stat_activity where pid = $1', [zombie])).rowCount === 0, "the killed process's session to end");
+            await waitUntil(async () => (await admin.query('select 1 from pg_stat_activity where pid = $1', [zombie])).rowCount === 0, "the killed process's session to end");
             assert.equal((await admin.query("select 1 from pg_locks where locktype = 'advisory' and pid = $1", [zombie])).rowCount, 0);
           } finally {
             await admin.end();

@@ -16,6 +16,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { DIALECTS } from '../helpers/db.js';
+import { until } from '../helpers/until.js';
 import { startServer, type TestServer } from '../modules/webhooks/helpers.js';
 import { cli, ENTRY, oneJson, startServe, stopChild, useCliDatabase } from './cli-suite.js';
 
@@ -55,17 +56,10 @@ function spawnWorker(env: Record<string, string>): { child: ChildProcess; ready:
   return { child, ready };
 }
 
-const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode ? r() : c.once('exit', () => r())));
+/** `until` with this file's patience (child processes on a loaded machine). */
+const waitUntil = <T>(fn: () => T | null | undefined | false | Promise<T | null | undefined | false>, what: string, timeoutMs = 20_000, everyMs = 10) => until(fn, what, timeoutMs, everyMs);
 
-async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 20_000, everyMs = 10): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode ? r() : c.once('exit', () => r())));
 
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>) {
   let next = 0;
@@ -131,7 +125,7 @@ for (const dialect of DIALECTS) {
 
         const workerEnv = { ...env, DATABASE_URL: c.env.DATABASE_URL! };
         const newest = Number((await q.selectFrom('conversations').select((eb) => eb.fn.max('last_message_at').as('t')).executeTakeFirstOrThrow()).t);
-        await waitFor(() => Date.now() > newest + 1_100, 'every conversation idle');
+        await waitUntil(() => Date.now() > newest + 1_100, 'every conversation idle');
         const pendingLeft = async () => (await q.selectFrom('deliveries').select('id').where('status', '=', 'pending').limit(1).execute()).length > 0;
         const ended = async () => Number((await q.selectFrom('conversations').select((eb) => eb.fn.countAll().as('n')).where('ended_at', 'is not', null).executeTakeFirstOrThrow()).n);
         const kills: Array<{ leased: Set<string>; from: number; to: number; midSweep: boolean }> = [];
@@ -142,13 +136,13 @@ for (const dialect of DIALECTS) {
           mark(`worker ${k} ready`);
           if (k === 0) {
             // Mid-sweep: some idle conversations ended, not all.
-            await waitFor(async () => {
+            await waitUntil(async () => {
               const n = await ended();
               return n > 0 && n < N_CONVERSATIONS;
             }, 'the idle sweep under way', 20_000, 2);
           } else {
             const target = from + randomInt(10, 80);
-            await waitFor(async () => arrivals.length >= target || !(await pendingLeft()), `${target - from} more arrivals`);
+            await waitUntil(async () => arrivals.length >= target || !(await pendingLeft()), `${target - from} more arrivals`);
           }
           worker.child.kill('SIGKILL');
           await exited(worker.child);
@@ -168,8 +162,8 @@ for (const dialect of DIALECTS) {
         steadyChild = steady?.child;
         await worker.ready;
         await steady?.ready;
-        await waitFor(async () => (await ended()) === N_CONVERSATIONS, 'every conversation ended', 20_000);
-        await waitFor(async () => !(await pendingLeft()), 'no delivery pending', 20_000);
+        await waitUntil(async () => (await ended()) === N_CONVERSATIONS, 'every conversation ended', 20_000);
+        await waitUntil(async () => !(await pendingLeft()), 'no delivery pending', 20_000);
         mark('all delivered');
         const codes = await Promise.all([worker.child, ...(steady ? [steady.child] : [])].map((w) => stopChild(w)));
         mark('stopped');
