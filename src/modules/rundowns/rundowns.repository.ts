@@ -117,8 +117,9 @@ export const rundownsRepository = {
       .where('q.conversation_id', '!=', exceptConversation)
       .execute();
   },
-  async hasQuotes(db: Conn, rundownId: string) {
-    return (await db.selectFrom('rundown_quotes').select('rundown_id').where('rundown_id', '=', rundownId).limit(1).executeTakeFirst()) !== undefined;
+  async hasQuotes(db: Conn, accountId: string, rundownId: string) {
+    const q = db.selectFrom('rundown_quotes').select('rundown_id').where('account_id', '=', accountId).where('rundown_id', '=', rundownId).limit(1);
+    return (await q.executeTakeFirst()) !== undefined;
   },
   deleteQuotesOf(db: Conn, accountId: string, conversationId: string) {
     return db.deleteFrom('rundown_quotes').where('account_id', '=', accountId).where('conversation_id', '=', conversationId).execute();

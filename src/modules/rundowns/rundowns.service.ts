@@ -371,7 +371,7 @@ export function createRundownsService(deps: {
           if (left.has(group.question)) continue;
           replace.set(position, left.size > 0 ? pickWording(left) : null);
         }
-      } else if (!(await repo.hasQuotes(trx, id))) {
+      } else if (!(await repo.hasQuotes(trx, accountId, id))) {
         body.unanswered.forEach((u, position) => {
           if (wroteIn(period.from, period.to, u.question)) replace.set(position, null);
         });
