@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { DialectName } from '../../src/db/database.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { fillAccount, orphanAttempts, rowsOf } from '../modules/accounts/fixtures.js';
+import { orphanAttempts, rowsOf, twoFilledAccounts } from '../modules/accounts/fixtures.js';
 import { startServer, type TestServer } from '../modules/webhooks/helpers.js';
 import { assertBuildIsFresh, cli, oneJson } from './cli-suite.js';
 
@@ -89,13 +89,7 @@ export function accountsCliSuite(dialect: DialectName) {
     });
 
     test('delete: without --yes refuses (exit 2) counting what would go; with --yes deletes it all, in every table, and the running node refuses its keys', async () => {
-      const a = await t.account({ plan: 'pro' });
-      const b = await t.account({ plan: 'pro' });
-      const filledA = await fillAccount(t, a, receiver.url, 'a');
-      const filledB = await fillAccount(t, b, receiver.url, 'b');
-      const before = await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds);
-      for (const [table, n] of Object.entries(before)) assert.ok(n > 0, `the filled account has rows in ${table}`);
-      const otherBefore = await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds);
+      const { a, b, filledA, filledB, before, otherBefore } = await twoFilledAccounts(t, dialect, receiver.url);
       // The node has the key cached.
       assert.equal((await t.request('GET', '/v1/documents', { key: a.key })).status, 200);
 

@@ -7,7 +7,7 @@ import { useTestApp, type SuiteApp } from '../../helpers/app.js';
 import { DIALECTS, waitingOn } from '../../helpers/db.js';
 import { startWorker, waitFor, sleep } from '../webhooks/delivery-helpers.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
-import { fillAccount, orphanAttempts, rowsOf } from './fixtures.js';
+import { orphanAttempts, rowsOf, twoFilledAccounts } from './fixtures.js';
 
 /**
  * The accounts service of another process on the same database (the CLI's `parley accounts delete`): its deletion
@@ -31,14 +31,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('deletes every row of the account in every table that has account_id (listed from the database), and nothing of another account', async () => {
-      const a = await t.account({ plan: 'pro' });
-      const b = await t.account({ plan: 'pro' });
-      const filledA = await fillAccount(t, a, receiver.url, 'a');
-      const filledB = await fillAccount(t, b, receiver.url, 'b');
-      const before = await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds);
-      // The check below means something only if the account had rows everywhere: a table added later needs fillAccount to fill it.
-      for (const [table, n] of Object.entries(before)) assert.ok(n > 0, `the filled account has rows in ${table}`);
-      const otherBefore = await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds);
+      const { a, b, filledA, filledB, before, otherBefore } = await twoFilledAccounts(t, dialect, receiver.url);
 
       const preview = await t.ctx.services.accounts.deletionPreview(a.accountId);
       const r = await t.ctx.services.accounts.deleteAccount(a.accountId);

@@ -84,3 +84,18 @@ export async function fillAccount(t: TestApp, a: { accountId: string; key: strin
   const deliveryIds = (await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).map((d) => d.id);
   return { deliveryIds };
 }
+
+/**
+ * Two `pro` accounts filled by fillAccount, and the rows of each (rowsOf). The first is checked to have rows in every
+ * table: a deletion check means something only if it does, so a table added later needs fillAccount to fill it.
+ */
+export async function twoFilledAccounts(t: TestApp, dialect: DialectName, receiverUrl: string) {
+  const a = await t.account({ plan: 'pro' });
+  const b = await t.account({ plan: 'pro' });
+  const filledA = await fillAccount(t, a, receiverUrl, 'a');
+  const filledB = await fillAccount(t, b, receiverUrl, 'b');
+  const before = await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds);
+  for (const [table, n] of Object.entries(before)) assert.ok(n > 0, `the filled account has rows in ${table}`);
+  const otherBefore = await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds);
+  return { a, b, filledA, filledB, before, otherBefore };
+}
