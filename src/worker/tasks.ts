@@ -1,17 +1,27 @@
 import type { AppContext } from '../context.js';
 import type { WorkerTask } from './worker.js';
 
+/** What a reply of the built-in answerer may take on a loaded machine (measured: over 5 s for a node's first reply). */
+const REPLY_MARGIN_MS = 10_000;
+
 /** Every background job of the service; `parley worker` and `parley serve` (unless --no-worker) run them. */
 export function workerTasks(ctx: AppContext): WorkerTask[] {
   const idleMs = ctx.config.conversationIdleTimeoutMs;
+  /**
+   * A customer's message is written with its reply, so until the reply is ready the conversation still looks idle
+   * since the message before: ended then, the message got "has ended". The sweeper waits the longest a reply can
+   * take (the LLM's timeout, and a margin for the built-in answerer on a busy machine) past the idle deadline, but
+   * at most a quarter of the timeout, so a short test timeout still ends conversations promptly.
+   */
+  const replyGraceMs = Math.min(Math.floor(idleMs / 4), (ctx.config.llm?.timeoutMs ?? 0) + REPLY_MARGIN_MS);
   return [
     ...ctx.deliveries.tasks,
     {
       name: 'conversation-idle-sweeper',
-      // Checks several times per timeout so a conversation ends at most ~25% after its idle deadline.
+      // Checks several times per timeout so a conversation ends at most ~25% after its idle deadline and the grace.
       intervalMs: Math.min(30_000, Math.max(100, Math.floor(idleMs / 4))),
       async run(signal) {
-        while (!signal.aborted && (await ctx.services.chat.endIdle(idleMs)) > 0) {
+        while (!signal.aborted && (await ctx.services.chat.endIdle(idleMs + replyGraceMs)) > 0) {
           /* keep going while full batches come back */
         }
       },

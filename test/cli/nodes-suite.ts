@@ -83,8 +83,9 @@ export function nodesSuite(dialect: DialectName) {
       assertBuildIsFresh();
       db = await freshDatabase(dialect);
       // A short idle timeout and rundown interval, so both timers fire within the test; quick webhook retries. The
-      // timeout must outlast a reply: on a machine loaded by other jobs (load average 40 on 2 vCPUs) a node's first
-      // reply took over 5 s, and the worker ended the conversation under it (README, Known limits).
+      // timeout (with its grace, a quarter of it) must outlast a reply: on a machine loaded by other jobs (load
+      // average 40 on 2 vCPUs) a node's first reply took over 5 s, and the worker ended the conversation under it
+      // (README, Known limits).
       env = {
         DATABASE_URL: db.url,
         REDIS_URL,

@@ -125,7 +125,8 @@ for (const dialect of DIALECTS) {
 
         const workerEnv = { ...env, DATABASE_URL: c.env.DATABASE_URL! };
         const newest = Number((await q.selectFrom('conversations').select((eb) => eb.fn.max('last_message_at').as('t')).executeTakeFirstOrThrow()).t);
-        await waitUntil(() => Date.now() > newest + 1_100, 'every conversation idle');
+        // Idle (1 s) and past the sweeper's grace for a reply on its way (a quarter of the timeout).
+        await waitUntil(() => Date.now() > newest + 1_400, 'every conversation idle');
         const pendingLeft = async () => (await q.selectFrom('deliveries').select('id').where('status', '=', 'pending').limit(1).execute()).length > 0;
         const ended = async () => Number((await q.selectFrom('conversations').select((eb) => eb.fn.countAll().as('n')).where('ended_at', 'is not', null).executeTakeFirstOrThrow()).n);
         const kills: Array<{ leased: Set<string>; from: number; to: number; midSweep: boolean }> = [];

@@ -4,13 +4,28 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { PausingProvider } from '../../../src/modules/assistant/llm.js';
+import { workerTasks } from '../../../src/worker/tasks.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
+
+/** Promise.withResolvers, which Node 20 lacks. */
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 /** A fake OpenAI-compatible endpoint on 127.0.0.1: the only thing outside the machine the assistant talks to. */
 async function fakeLlm() {
   // `custom`: answers `content` with "{first}" replaced by the first passage id.
-  const state = { mode: 'ok' as 'ok' | 'error' | 'slow' | 'custom', content: '', calls: [] as any[] };
+  // `held`: answers like `ok` once `release` is called; `arrived` resolves when the request is in.
+  const state = {
+    mode: 'ok' as 'ok' | 'error' | 'slow' | 'custom' | 'held',
+    content: '',
+    calls: [] as any[],
+    held: deferred(),
+    arrived: deferred(),
+  };
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -25,7 +40,10 @@ async function fakeLlm() {
         res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }));
       };
       if (state.mode === 'slow') setTimeout(reply, 3_000);
-      else reply();
+      else if (state.mode === 'held') {
+        state.arrived.resolve();
+        void state.held.promise.then(reply);
+      } else reply();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -140,6 +158,34 @@ for (const dialect of DIALECTS) {
       }
       const conv = await t.request('GET', `/v1/conversations/${id}`, { key });
       assert.equal(conv.body.data.status, 'escalated', conv.text);
+    });
+
+    test('a message whose reply is still being written when the idle deadline passes is answered, and keeps the conversation open', async () => {
+      const clock = t.clock as FakeClock;
+      const idleMs = t.ctx.config.conversationIdleTimeoutMs;
+      const sweeper = workerTasks(t.ctx).find((x) => x.name === 'conversation-idle-sweeper')!;
+      const c = await t.request('POST', '/v1/chat/conversations', { key });
+      const id = c.body.data.conversation.id;
+      // The customer writes a second before the deadline; the model takes two seconds to reply.
+      clock.advance(idleMs - 1_000);
+      llm.state.mode = 'held';
+      llm.state.held = deferred();
+      llm.state.arrived = deferred();
+      const sending = t.request('POST', `/v1/chat/conversations/${id}/messages`, { key, body: { content: 'how long do refunds take?' } });
+      await llm.state.arrived.promise;
+      clock.advance(2_000);
+      await sweeper.run(new AbortController().signal);
+      llm.state.held.resolve();
+      const r = await sending;
+      assert.equal(r.status, 200, r.text);
+      assert.match(r.body.data.messages[1].content, /LLM says/);
+      const g = await t.request('GET', `/v1/chat/conversations/${id}`, { key });
+      assert.equal(g.body.data.conversation.status, 'active');
+      // Idle from the answered message on, it is ended as usual.
+      clock.advance(idleMs + 60_000);
+      await sweeper.run(new AbortController().signal);
+      const ended = await t.request('GET', `/v1/chat/conversations/${id}`, { key });
+      assert.equal(ended.body.data.conversation.status, 'ended');
     });
 
     test('questions the knowledge base cannot answer and handoffs never reach the model', async () => {
