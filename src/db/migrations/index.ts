@@ -10,6 +10,7 @@ import * as m0008 from './0008_message_seq.js';
 import * as m0009 from './0009_idempotency_committed.js';
 import * as m0010 from './0010_deliveries_event.js';
 import * as m0011 from './0011_rundown_quotes.js';
+import * as m0012 from './0012_workflow_runs_list.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0009_idempotency_committed': m0009,
   '0010_deliveries_event': m0010,
   '0011_rundown_quotes': m0011,
+  '0012_workflow_runs_list': m0012,
 };
 
 export const migrationProvider: MigrationProvider = {
