@@ -100,7 +100,7 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
   ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
   ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
   ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
-  ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'],
+  ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'], ['get /workflows/{id}/runs', 'listWorkflowRuns'],
   ['get /rundowns', 'listRundowns'], ['post /rundowns', 'createRundown'], ['get /rundowns/{id}', 'getRundown'],
 ]);
 

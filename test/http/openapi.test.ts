@@ -43,6 +43,7 @@ const ROUTES = [
   ['get', '/workflows/{id}', '200', true],
   ['put', '/workflows/{id}', '200', true],
   ['delete', '/workflows/{id}', '200', true],
+  ['get', '/workflows/{id}/runs', '200', true],
   ['get', '/rundowns', '200', false],
   ['post', '/rundowns', '201', false],
   ['get', '/rundowns/{id}', '200', true],

@@ -1,7 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Deleted, IdParams, responses } from '../../http/schemas.js';
 import type { AppContext } from '../../context.js';
-import { CreateWorkflowBody, ListWorkflowsQuery, UpdateWorkflowBody, WorkflowList, WorkflowRecord } from './workflows.schemas.js';
+import {
+  CreateWorkflowBody,
+  ListWorkflowRunsQuery,
+  ListWorkflowsQuery,
+  UpdateWorkflowBody,
+  WorkflowList,
+  WorkflowRecord,
+  WorkflowRunList,
+} from './workflows.schemas.js';
 
 export const workflowsRoutes =
   (ctx: AppContext): FastifyPluginAsyncTypebox =>
@@ -19,6 +27,18 @@ export const workflowsRoutes =
       config: { scope: 'workflows:read' },
       schema: { tags, summary: 'Get a workflow', params: IdParams, response: responses(200, WorkflowRecord, [404]) },
       handler: async (req) => ({ success: true as const, data: await svc.get(req.auth.accountId, req.params.id) }),
+    });
+
+    app.get('/workflows/:id/runs', {
+      config: { scope: 'workflows:read' },
+      schema: {
+        tags,
+        summary: 'Runs of a workflow: the conversations that fired it and what it extracted (newest first)',
+        params: IdParams,
+        querystring: ListWorkflowRunsQuery,
+        response: responses(200, WorkflowRunList, [404]),
+      },
+      handler: async (req) => ({ success: true as const, data: await svc.runs(req.auth.accountId, req.params.id, req.query) }),
     });
 
     app.post('/workflows', {

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { PageQuery, StringEnum, TEXT_PATTERNS, Timestamp } from '../../http/schemas.js';
 import { CATEGORY_PATTERN } from '../faqs/faqs.schemas.js';
+import { WorkflowTriggeredData } from '../webhooks/payloads.schemas.js';
 
 export const FIELD_TYPES = ['email', 'phone', 'number', 'text', 'pattern'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -70,6 +71,34 @@ export const WorkflowRecord = Type.Object({
 
 export const WorkflowList = Type.Object({
   workflows: Type.Array(WorkflowRecord),
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+
+export const ListWorkflowRunsQuery = Type.Object(
+  {
+    conversationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "only this conversation's run (a workflow fires once per conversation)" })),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
+export type ListWorkflowRunsQuery = Static<typeof ListWorkflowRunsQuery>;
+
+/**
+ * A firing of the workflow, with what its workflow.triggered event carried (the slug aside: the workflow is the one
+ * in the path), so an owner whose receiver missed events can rebuild them from the list.
+ */
+export const WorkflowRun = Type.Object({
+  workflowId: Type.String(),
+  conversationId: Type.String(),
+  customerId: Type.String({ description: "the conversation's customer, as in the event" }),
+  extracted: WorkflowTriggeredData.properties.extracted,
+  createdAt: Timestamp,
+});
+
+export const WorkflowRunList = Type.Object({
+  runs: Type.Array(WorkflowRun),
   total: Type.Integer(),
   limit: Type.Integer(),
   offset: Type.Integer(),

@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { DB, WorkflowsTable } from '../../db/schema.js';
+import type { DB, WorkflowRunsTable, WorkflowsTable } from '../../db/schema.js';
 import { invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { refuseUniqueViolation } from '../../db/unique.js';
@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import type { EventBus } from '../webhooks/events.js';
 import { analyseMessage, compileTrigger, extractFields, matchesTrigger, patternProblem, type CompiledTrigger } from './matching.js';
 import { workflowsRepository as repo } from './workflows.repository.js';
-import type { CreateWorkflowBody, Field, ListWorkflowsQuery, UpdateWorkflowBody } from './workflows.schemas.js';
+import type { CreateWorkflowBody, Field, ListWorkflowRunsQuery, ListWorkflowsQuery, UpdateWorkflowBody } from './workflows.schemas.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -25,6 +25,14 @@ export const toWorkflowRecord = (r: WorkflowsTable) => ({
   enabled: r.enabled === 1,
   createdAt: toIso(r.created_at),
   updatedAt: toIso(r.updated_at),
+});
+
+const toWorkflowRun = (r: Pick<WorkflowRunsTable, 'workflow_id' | 'conversation_id' | 'extracted' | 'created_at'> & { customer_id: string }) => ({
+  workflowId: r.workflow_id,
+  conversationId: r.conversation_id,
+  customerId: r.customer_id,
+  extracted: JSON.parse(r.extracted) as Record<string, string | number>,
+  createdAt: toIso(r.created_at),
 });
 
 /** A workflow a customer message matched. */
@@ -110,6 +118,13 @@ export function createWorkflowsService(db: Kysely<DB>, clock: Clock, events: Eve
       const row = await repo.find(db, accountId, id);
       if (!row) throw notFound('workflow', id);
       return toWorkflowRecord(row);
+    },
+
+    /** Another account's workflow is 404 like an unknown one, not an empty list: its id tells nothing. */
+    async runs(accountId: string, id: string, q: ListWorkflowRunsQuery) {
+      if (!(await repo.find(db, accountId, id))) throw notFound('workflow', id);
+      const { rows, total } = await repo.runs(db, accountId, id, { conversationId: q.conversationId, limit: q.limit, offset: q.offset });
+      return { runs: rows.map(toWorkflowRun), total, limit: q.limit, offset: q.offset };
     },
 
     async create(accountId: string, body: CreateWorkflowBody) {

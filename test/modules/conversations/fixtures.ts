@@ -9,30 +9,32 @@ export type ConvFixture = Partial<Omit<Insertable<ConversationsTable>, 'tags'>> 
  * depend on how rows were written, only on the documented semantics of the columns.
  */
 export async function insertConversation(db: Kysely<DB>, accountId: string, f: ConvFixture): Promise<string> {
-  const id = f.id ?? newId('conv', f.created_at);
-  await db
-    .insertInto('conversations')
-    .values({
-      id,
-      account_id: accountId,
-      customer_id: f.customer_id ?? 'cust_x',
-      customer_label: f.customer_label ?? 'Visitor',
-      customer_email: f.customer_email ?? null,
-      persona: f.persona ?? null,
-      metadata: f.metadata ?? '{}',
-      status: f.status ?? 'active',
-      outcome: f.outcome ?? null,
-      escalation_reason: f.escalation_reason ?? null,
-      tags: JSON.stringify(f.tags ?? []),
-      topic: f.topic ?? null,
-      message_count: f.message_count ?? 0,
-      created_at: f.created_at,
-      last_message_at: f.last_message_at ?? f.created_at,
-      escalated_at: f.escalated_at ?? null,
-      ended_at: f.ended_at ?? null,
-    })
-    .execute();
-  return id;
+  const row = conversationRow(accountId, f);
+  await db.insertInto('conversations').values(row).execute();
+  return row.id;
+}
+
+/** The row insertConversation inserts, for a test that inserts many in one statement. */
+export function conversationRow(accountId: string, f: ConvFixture) {
+  return {
+    id: f.id ?? newId('conv', f.created_at),
+    account_id: accountId,
+    customer_id: f.customer_id ?? 'cust_x',
+    customer_label: f.customer_label ?? 'Visitor',
+    customer_email: f.customer_email ?? null,
+    persona: f.persona ?? null,
+    metadata: f.metadata ?? '{}',
+    status: f.status ?? 'active',
+    outcome: f.outcome ?? null,
+    escalation_reason: f.escalation_reason ?? null,
+    tags: JSON.stringify(f.tags ?? []),
+    topic: f.topic ?? null,
+    message_count: f.message_count ?? 0,
+    created_at: f.created_at,
+    last_message_at: f.last_message_at ?? f.created_at,
+    escalated_at: f.escalated_at ?? null,
+    ended_at: f.ended_at ?? null,
+  } satisfies Insertable<ConversationsTable>;
 }
 
 export async function insertMessage(db: Kysely<DB>, accountId: string, conversationId: string, m: Partial<MessagesTable> & { created_at: number }) {
