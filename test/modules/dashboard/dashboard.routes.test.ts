@@ -769,9 +769,15 @@ for (const dialect of DIALECTS) {
         const sent = await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key: own, body: { content: 'I want my money back for ORD-1234' } });
         assert.equal(sent.body.data.messages[1].content, 'A person will look at your refund today.');
 
-        // Opened again, it shows what it holds; a field line without a type is refused with the API's message.
+        // Opened again, it shows what it holds and, below, its run: the conversation, its customer, the fields found.
         click(row.querySelector('[data-action=edit]'), 'edit workflow');
         form = await editor();
+        const customerId = (await t.request('GET', `/v1/conversations/${conv}`, { key: own })).body.data.customerId as string;
+        const run = page.$(`#workflow-runs tr[data-id="${conv}"]`)!;
+        assert.ok(run, page.$('#workflow-runs')?.textContent ?? 'no runs section');
+        assert.equal(run.querySelector('[data-action=conversation]')!.getAttribute('href'), `#/conversations/${conv}`);
+        assert.deepEqual([...run.querySelectorAll('td')].slice(1).map((td) => td.textContent), [customerId, 'orderNumber: ORD-1234']);
+        // A field line without a type is refused with the API's message.
         assert.equal(page.$<HTMLTextAreaElement>('#workflows-triggers')!.value, 'refund\nmoney back');
         assert.equal(page.$<HTMLTextAreaElement>('#workflows-fields')!.value, 'email: email\norderNumber: pattern: (ORD-[0-9]{4}):?');
         setValue(page.$<HTMLTextAreaElement>('#workflows-fields'), 'email');

@@ -30,6 +30,7 @@
     overview: { period: '7d' },
     rundowns: { offset: 0 },
     workflows: { offset: 0 },
+    runs: { workflowId: null, offset: 0 },
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
     conversations: { status: 'all', offset: 0 },
@@ -763,6 +764,7 @@
       name: (x) => x.name,
       state: (x) => (x.enabled ? 'enabled' : 'disabled'),
       gone: 'Messages no longer fire it.',
+      below: workflowRuns,
     },
   };
 
@@ -772,7 +774,10 @@
    */
   async function editorView(mount, kindName, id) {
     const kind = EDITABLE[kindName];
-    const item = id === 'new' ? null : await api('GET', `${kind.path}/${encodeURIComponent(id)}`);
+    const [item, below] = await Promise.all([
+      id === 'new' ? null : api('GET', `${kind.path}/${encodeURIComponent(id)}`),
+      id !== 'new' && kind.below ? kind.below(id) : null,
+    ]);
     const isNew = item === null;
     const inputs = kind.fields.map((f) => {
       const props = { id: `${kindName}-${f.name}`, name: f.name, autocomplete: 'off' };
@@ -810,7 +815,34 @@
         h('p', {}, h('a', { href: kind.list }, `← ${kind.listName}`)),
         form,
         remove ? h('div', { class: 'row actions' }, remove) : null,
+        below,
       ),
+    );
+  }
+
+  /**
+   * Under a workflow's editor, its runs (`GET /v1/workflows/:id/runs`): the conversations it fired in and the fields
+   * found, what its workflow.triggered events carried, so an owner whose receiver missed them can read them here.
+   */
+  async function workflowRuns(id) {
+    if (state.runs.workflowId !== id) state.runs = { workflowId: id, offset: 0 };
+    const page = await listPage(`/workflows/${encodeURIComponent(id)}/runs`, state.runs, {});
+    const rows = page.runs.map((r) =>
+      h(
+        'tr',
+        { 'data-id': r.conversationId },
+        h('td', {}, h('a', { href: `#/conversations/${encodeURIComponent(r.conversationId)}`, 'data-action': 'conversation' }, fmtTime(r.createdAt))),
+        h('td', {}, r.customerId),
+        h('td', { class: 'extracted' }, Object.entries(r.extracted).map(([k, v]) => `${k}: ${v}`).join(' · ') || '—'),
+      ),
+    );
+    return h(
+      'section',
+      { id: 'workflow-runs' },
+      h('h3', {}, 'Runs'),
+      h('p', { class: 'muted' }, 'Each conversation it fired in (once per conversation), newest first, with the fields found there.'),
+      table(['Fired', 'Customer', 'Extracted'], rows, 'It has not fired yet.'),
+      pager(page, state.runs, 'runs'),
     );
   }
 
