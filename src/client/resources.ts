@@ -14,12 +14,14 @@ interface Page {
  * Every item from `query.offset` on, a page at a time (`query.limit` items a page, default 100, the most the API
  * gives). Lists are newest first and paged by offset, so a record created during the walk shifts later pages by
  * one: an item already yielded by the previous page is skipped rather than yielded twice. A record deleted during
- * the walk can shift one the other way and be missed; walk again for a consistent view.
+ * the walk can shift one the other way and be missed; walk again for a consistent view. Items are told apart by
+ * `keyOf` (their id; a workflow run, which has none, by its conversation).
  */
-export async function* paginate<Q extends { limit?: number | undefined; offset?: number | undefined }, P extends Page, I extends { id: string }>(
+export async function* paginate<Q extends { limit?: number | undefined; offset?: number | undefined }, P extends Page, I>(
   list: (query: Q) => Promise<P>,
   items: (page: P) => I[],
   query: Q,
+  keyOf: (item: I) => string = (item) => (item as { id: string }).id,
 ): AsyncGenerator<I, void, undefined> {
   const limit = query.limit ?? 100;
   let offset = query.offset ?? 0;
@@ -27,10 +29,10 @@ export async function* paginate<Q extends { limit?: number | undefined; offset?:
   for (;;) {
     const page = await list({ ...query, limit, offset });
     const rows = items(page);
-    for (const row of rows) if (!previous.has(row.id)) yield row;
+    for (const row of rows) if (!previous.has(keyOf(row))) yield row;
     offset += rows.length;
     if (rows.length === 0 || offset >= page.total) return;
-    previous = new Set(rows.map((r) => r.id));
+    previous = new Set(rows.map(keyOf));
   }
 }
 
@@ -127,6 +129,16 @@ export class Workflows extends CrudResource<{
 }> {
   constructor(http: Transport) {
     super(http, '/workflows', (p) => p.workflows);
+  }
+
+  /** One page of the workflow's runs (the conversations that fired it, what it extracted), newest first. */
+  runs(id: string, query: T.WorkflowRunListParams = {}, options?: RequestOptions): Promise<T.WorkflowRunList> {
+    return this.http.get<T.WorkflowRunList>(`${this.path}/${seg(id)}/runs`, query as Query, options);
+  }
+
+  /** Every run of the workflow, page after page. A workflow fires once per conversation: runs are told apart by it. */
+  iterateRuns(id: string, query: T.WorkflowRunListParams = {}, options?: RequestOptions): AsyncGenerator<T.WorkflowRun, void, undefined> {
+    return paginate((q: T.WorkflowRunListParams) => this.runs(id, q, options), (p) => p.runs, query, (r) => r.conversationId);
   }
 }
 

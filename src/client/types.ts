@@ -14,7 +14,16 @@ import type { CreateFaqBody, FaqList as FaqListSchema, FaqRecord, ListFaqsQuery,
 import type { CreateRundownBody, ListRundownsQuery, RundownList as RundownListSchema, RundownRecord } from '../modules/rundowns/rundowns.schemas.js';
 import type { WebhookPayload } from '../modules/webhooks/payloads.schemas.js';
 import type { CreateWebhookBody, DeliveryDetail, DeliveryList as DeliveryListSchema, DeliveryListItem as DeliveryListItemSchema, ListDeliveriesQuery, ListWebhooksQuery, TestWebhookBody, UpdateWebhookBody, WebhookList as WebhookListSchema, WebhookRecord } from '../modules/webhooks/webhooks.schemas.js';
-import type { CreateWorkflowBody, ListWorkflowsQuery, UpdateWorkflowBody, WorkflowList as WorkflowListSchema, WorkflowRecord } from '../modules/workflows/workflows.schemas.js';
+import type {
+  CreateWorkflowBody,
+  ListWorkflowRunsQuery,
+  ListWorkflowsQuery,
+  UpdateWorkflowBody,
+  WorkflowList as WorkflowListSchema,
+  WorkflowRecord,
+  WorkflowRun as WorkflowRunSchema,
+  WorkflowRunList as WorkflowRunListSchema,
+} from '../modules/workflows/workflows.schemas.js';
 
 export type Deleted = Static<typeof DeletedSchema>;
 
@@ -71,6 +80,9 @@ export type WorkflowList = Static<typeof WorkflowListSchema>;
 export type WorkflowCreateParams = CreateWorkflowBody;
 export type WorkflowUpdateParams = UpdateWorkflowBody;
 export type WorkflowListParams = Partial<ListWorkflowsQuery>;
+export type WorkflowRun = Static<typeof WorkflowRunSchema>;
+export type WorkflowRunList = Static<typeof WorkflowRunListSchema>;
+export type WorkflowRunListParams = Partial<ListWorkflowRunsQuery>;
 
 export type Rundown = RundownRecord;
 export type RundownList = Static<typeof RundownListSchema>;

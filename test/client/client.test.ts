@@ -174,6 +174,18 @@ for (const dialect of DIALECTS) {
       assert.equal(wf.enabled, true);
       assert.deepEqual((await parley.workflows.list({ enabled: true })).workflows.map((w) => w.id), [wf.id]);
       assert.equal((await parley.workflows.list({ enabled: false })).total, 0);
+      const fired: string[] = [];
+      for (const who of ['ann', 'bob', 'cy']) {
+        const c = await parley.chat.start({ customerId: who });
+        await parley.chat.sendMessage(c.conversation.id, { content: `I'd like to book a demo, ${who}@example.com` });
+        fired.unshift(c.conversation.id);
+      }
+      const runs = await parley.workflows.runs(wf.id, { limit: 2 });
+      assert.equal(runs.total, 3);
+      assert.deepEqual(runs.runs.map((r) => [r.customerId, r.extracted.email]), [['cy', 'cy@example.com'], ['bob', 'bob@example.com']]);
+      const walkedRuns: string[] = [];
+      for await (const r of parley.workflows.iterateRuns(wf.id, { limit: 1 })) walkedRuns.push(r.conversationId);
+      assert.deepEqual(walkedRuns, fired, 'every run once, newest first, a page of one at a time');
       const off = await parley.workflows.update(wf.id, { enabled: false, reply: null });
       assert.equal(off.enabled, false);
       assert.deepEqual(await parley.workflows.get(wf.id), off);
