@@ -1,6 +1,8 @@
 import type { Config } from '../config.js';
 import { withoutPassword } from '../config.js';
 import { migrateToLatest, openDatabase, type Database, type DatabaseOptions } from '../db/database.js';
+import { startProcessClock, type ProcessClock } from '../db/server-clock.js';
+import type { Logger } from '../lib/log.js';
 
 /** A start-up failure the operator can fix (a port in use, a database that cannot be reached). */
 export class StartupError extends Error {
@@ -36,5 +38,14 @@ export async function openMigrated(
   } catch (err) {
     await database?.close().catch(() => undefined);
     throw new StartupError(`cannot open the database ${withoutPassword(config.databaseUrl)} (DATABASE_URL): ${(err as Error).message}`);
+  }
+}
+
+/** The clock a command tells time by (src/db/server-clock.ts); the database server's clock that cannot be read is a start-up failure. */
+export async function openClock(database: Database, log?: Logger): Promise<ProcessClock> {
+  try {
+    return await startProcessClock(database, log);
+  } catch (err) {
+    throw new StartupError(`cannot read the database server's clock, which every node tells time by: ${(err as Error).message}`);
   }
 }

@@ -5,8 +5,8 @@ import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { BackupError, backupSqlite } from '../db/backup.js';
 import { sqliteFileOf } from '../db/database.js';
-import { openMigrated } from './database.js';
-import { systemClock } from '../lib/clock.js';
+import type { ProcessClock } from '../db/server-clock.js';
+import { openClock, openMigrated } from './database.js';
 import { createLogger, type Logger } from '../lib/log.js';
 import { AccountsError, AccountsExistError } from '../modules/accounts/accounts.service.js';
 import { verifyDelivery } from '../modules/webhooks/signing.js';
@@ -125,9 +125,14 @@ function checkUsage(positionals: string[], given: Record<string, unknown>) {
  */
 async function withContext<T>(config: Config, fn: (ctx: ReturnType<typeof createContext>) => Promise<T>, log?: Logger): Promise<T> {
   const { database } = await openMigrated(config, { migrate: 'new-only' });
+  let time: ProcessClock | undefined;
   try {
-    return await fn(createContext(config, database, systemClock, log));
+    // The times these commands write (accounts, keys, a demo's documents) are ordered and compared with those the
+    // running nodes write: told by the same clock as theirs.
+    time = await openClock(database, log);
+    return await fn(createContext(config, database, time.clock, log));
   } finally {
+    time?.stop();
     await database.close();
   }
 }

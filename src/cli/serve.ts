@@ -3,10 +3,10 @@ import { buildApp } from '../app.js';
 import { createContext, type AppContext } from '../context.js';
 import { startMetricsServer } from '../http/metrics.js';
 import { createLogger, type Logger } from '../lib/log.js';
-import { systemClock } from '../lib/clock.js';
+import type { ProcessClock } from '../db/server-clock.js';
 import { workerTasks } from '../worker/tasks.js';
 import { createWorker } from '../worker/worker.js';
-import { openMigrated, StartupError } from './database.js';
+import { openClock, openMigrated, StartupError } from './database.js';
 
 function listenProblem(err: NodeJS.ErrnoException, at: { host: string; port: number }, names = 'HOST, PORT'): string {
   const where = `${at.host}:${at.port} (${names})`;
@@ -62,7 +62,8 @@ function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
 
 /**
  * The database as a long-running process opens it: migrated, lost connections logged rather than fatal, and
- * queries bounded by DATABASE_QUERY_TIMEOUT once the migrations (which may take longer) are done.
+ * queries bounded by DATABASE_QUERY_TIMEOUT once the migrations (which may take longer) are done; with the clock the
+ * process tells time by (on PostgreSQL the server's, shared by every node: src/db/server-clock.ts).
  */
 async function openFor(config: Config, log: Logger) {
   const { database, applied } = await openMigrated(config, {
@@ -74,7 +75,21 @@ async function openFor(config: Config, log: Logger) {
     process.stderr.write(`parley: applied database migrations ${applied.join(', ')}\n`);
   }
   database.setQueryTimeout(config.databaseQueryTimeoutMs);
-  return database;
+  let time: ProcessClock;
+  try {
+    time = await openClock(database, log);
+  } catch (err) {
+    await database.close().catch(() => undefined);
+    throw err;
+  }
+  return {
+    database,
+    clock: time.clock,
+    async close() {
+      time.stop();
+      await database.close();
+    },
+  };
 }
 
 /** The metrics on a port of their own (METRICS_PORT), if set; the caller closes the rest when this fails. */
@@ -99,8 +114,9 @@ async function listenForMetrics(ctx: AppContext, log: Logger) {
 
 export async function serve(config: Config, opts: { worker: boolean; json: boolean }) {
   const log = createLogger(config.logLevel);
-  const database = await openFor(config, log);
-  const ctx = createContext(config, database, systemClock, log);
+  const opened = await openFor(config, log);
+  const { database } = opened;
+  const ctx = createContext(config, database, opened.clock, log);
   // On PostgreSQL the deployment may have several API nodes: without Redis each keeps its own rate-limit
   // counters, so N nodes let an account make N times its plan's requests. Said once, at start.
   if (database.dialect === 'postgres' && !config.redisUrl) {
@@ -115,7 +131,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
   } catch (err) {
     // Close what is open (database, Redis, the checkpoint thread) so the process ends instead of idling.
     await app.close().catch(() => undefined);
-    await database.close().catch(() => undefined);
+    await opened.close().catch(() => undefined);
     throw new StartupError(listenProblem(err as NodeJS.ErrnoException, config));
   }
   let metricsServer: Awaited<ReturnType<typeof listenForMetrics>>;
@@ -123,7 +139,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     metricsServer = await listenForMetrics(ctx, log);
   } catch (err) {
     await app.close().catch(() => undefined);
-    await database.close().catch(() => undefined);
+    await opened.close().catch(() => undefined);
     throw err;
   }
   // Before saying it listens: a process manager (or a test) may send SIGTERM as soon as it reads that line, and a
@@ -133,7 +149,7 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
     await app.close();
     await worker?.stop();
     await metricsServer?.close();
-    await database.close();
+    await opened.close();
   });
   worker?.start();
   // After listening: a port already taken is the one thing to say then, not followed by advice about accounts.
@@ -156,14 +172,15 @@ export async function serve(config: Config, opts: { worker: boolean; json: boole
 
 export async function runWorker(config: Config, opts: { json: boolean }) {
   const log = createLogger(config.logLevel);
-  const database = await openFor(config, log);
-  const ctx = createContext(config, database, systemClock, log);
+  const opened = await openFor(config, log);
+  const { database } = opened;
+  const ctx = createContext(config, database, opened.clock, log);
   const worker = createWorker(workerTasks(ctx), log);
   let metricsServer: Awaited<ReturnType<typeof listenForMetrics>>;
   try {
     metricsServer = await listenForMetrics(ctx, log);
   } catch (err) {
-    await database.close().catch(() => undefined);
+    await opened.close().catch(() => undefined);
     throw err;
   }
   // Before saying it started, as for serve.
@@ -171,7 +188,7 @@ export async function runWorker(config: Config, opts: { json: boolean }) {
     // Scraped until the attempts in flight are done: the last figures include them.
     await worker.stop();
     await metricsServer?.close();
-    await database.close();
+    await opened.close();
   });
   worker.start();
   if (opts.json) process.stdout.write(`${JSON.stringify({ worker: 'started', dialect: database.dialect, ...(metricsServer ? { metrics: metricsServer.url } : {}) })}\n`);
