@@ -11,6 +11,7 @@ import * as m0009 from './0009_idempotency_committed.js';
 import * as m0010 from './0010_deliveries_event.js';
 import * as m0011 from './0011_rundown_quotes.js';
 import * as m0012 from './0012_workflow_runs_list.js';
+import * as m0013 from './0013_events_feed.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '0010_deliveries_event': m0010,
   '0011_rundown_quotes': m0011,
   '0012_workflow_runs_list': m0012,
+  '0013_events_feed': m0013,
 };
 
 export const migrationProvider: MigrationProvider = {
