@@ -27,6 +27,7 @@ import { documentsRoutes } from './modules/documents/documents.routes.js';
 import { faqsRoutes } from './modules/faqs/faqs.routes.js';
 import { rundownsRoutes } from './modules/rundowns/rundowns.routes.js';
 import { webhooksRoutes } from './modules/webhooks/webhooks.routes.js';
+import { feedRoutes } from './modules/webhooks/feed.routes.js';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.js';
 import { EVENT_PAYLOADS } from './modules/webhooks/payloads.schemas.js';
 import { DELIVERY_ID_HEADER, EVENT_HEADER, SIGNATURE_HEADER } from './modules/webhooks/signing.js';
@@ -99,6 +100,7 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
   ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],
   ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
   ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
+  ['get /events', 'listEvents'], ['get /events/{id}', 'getEvent'],
   ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
   ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'], ['get /workflows/{id}/runs', 'listWorkflowRuns'],
   ['get /rundowns', 'listRundowns'], ['post /rundowns', 'createRundown'], ['get /rundowns/{id}', 'getRundown'],
@@ -404,6 +406,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
       await v1.register(conversationsRoutes(ctx));
       await v1.register(analyticsRoutes(ctx));
       await v1.register(webhooksRoutes(ctx));
+      await v1.register(feedRoutes(ctx));
       await v1.register(workflowsRoutes(ctx));
       await v1.register(rundownsRoutes(ctx));
     },

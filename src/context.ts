@@ -16,6 +16,7 @@ import { createFaqsService } from './modules/faqs/faqs.service.js';
 import { createRundownsService } from './modules/rundowns/rundowns.service.js';
 import { createDeliveryEngine } from './modules/webhooks/delivery.js';
 import { createEventBus } from './modules/webhooks/events.js';
+import { createFeedService } from './modules/webhooks/feed.service.js';
 import { createUndiciSender } from './modules/webhooks/sender.js';
 import { createFanout, createWebhooksService } from './modules/webhooks/webhooks.service.js';
 import { createWorkflowsService } from './modules/workflows/workflows.service.js';
@@ -67,6 +68,8 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     conversations: createConversationsService(db, events, rundowns),
     analytics,
     webhooks: createWebhooksService(db, clock, config, deliveries),
+    // Not `events`: ctx.events is the bus that writes them.
+    eventFeed: createFeedService(db),
     workflows,
     rundowns,
   };

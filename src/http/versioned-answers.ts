@@ -75,7 +75,7 @@ export function createVersionedAnswers(maxChars = 8 * 1024 * 1024): VersionedAns
 }
 
 /** What Fastify sends a serialised answer as. */
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * A route plugin's kept reads: `send(accountId, key, reply, read)` answers 200 with the answer kept for `key` if

@@ -38,6 +38,8 @@ const ROUTES = [
   ['get', '/webhooks/{id}/deliveries', '200', true],
   ['get', '/webhooks/{id}/deliveries/{deliveryId}', '200', true],
   ['post', '/webhooks/{id}/deliveries/{deliveryId}/retry', '200', true],
+  ['get', '/events', '200', false],
+  ['get', '/events/{id}', '200', true],
   ['get', '/workflows', '200', false],
   ['post', '/workflows', '201', false],
   ['get', '/workflows/{id}', '200', true],
@@ -222,6 +224,26 @@ describe('OpenAPI document', () => {
     // The fields the seed left out are published too.
     const message = doc.webhooks['conversation.message'].post.requestBody.content['application/json'].schema.properties.data;
     assert.ok(message.required.includes('position') && message.required.includes('timestamp'));
+  });
+
+  test('the event feed: its filters, and each item a delivery body of a subscribable kind with the event id', () => {
+    const params = Object.fromEntries(doc.paths['/events'].get.parameters.map((p: any) => [p.name, p]));
+    assert.deepEqual(Object.keys(params).sort(), ['event', 'from', 'limit', 'offset', 'to']);
+    for (const p of Object.values(params) as any[]) assert.equal(p.required, false, p.name);
+    const item = doc.paths['/events/{id}'].get.responses['200'].content['application/json'].schema.properties.data;
+    const listed = doc.paths['/events'].get.responses['200'].content['application/json'].schema.properties.data.properties.events.items;
+    assert.deepEqual(listed, item);
+    // The document's responses write a single-value `const` as `enum` (@fastify/swagger), its webhooks as given.
+    const kindOf = (s: any): string => s.properties.event.const ?? s.properties.event.enum[0];
+    assert.deepEqual(item.anyOf.map(kindOf).sort(), [...SUBSCRIBABLE_EVENTS].sort());
+    for (const s of item.anyOf) {
+      assert.deepEqual(s.required, ['id', 'event', 'timestamp', 'data']);
+      assert.equal(s.additionalProperties, false);
+      const delivered = doc.webhooks[kindOf(s)].post.requestBody.content['application/json'].schema;
+      // Written by different transforms (a record's `patternProperties` here, `additionalProperties` there): the fields.
+      assert.deepEqual(Object.keys(s.properties.data.properties), Object.keys(delivered.properties.data.properties), kindOf(s));
+      assert.deepEqual(s.properties.data.required, delivered.properties.data.required, kindOf(s));
+    }
   });
 
   test('the document is served without a key and is stable across calls', async () => {
