@@ -172,6 +172,21 @@ export class Rundowns extends ListResource<{ query: T.RundownListParams; page: T
   }
 }
 
+/**
+ * The account's events, newest first, kept for DELIVERY_RETENTION: what its webhooks were (or would have been) sent,
+ * to catch up after an outage (docs/webhooks.md "Event feed").
+ */
+export class Events extends ListResource<{ query: T.EventListParams; page: T.EventList; item: T.Event; record: T.Event }> {
+  constructor(http: Transport) {
+    super(http, '/events', (p) => p.events);
+  }
+
+  override list(query: T.EventListParams = {}, options?: RequestOptions): Promise<T.EventList> {
+    const { event, ...rest } = query;
+    return this.http.get<T.EventList>(this.path, { ...rest, event: typeof event === 'object' ? event.join(',') : event }, options);
+  }
+}
+
 /** A webhook's delivery history; every method takes the webhook's id first. */
 export class Deliveries {
   constructor(private readonly http: Transport) {}

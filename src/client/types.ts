@@ -12,6 +12,7 @@ import type { ConversationList as ConversationListSchema, ConversationListItem a
 import type { CreateDocumentBody, CreatedDocument as CreatedDocumentSchema, DocumentList as DocumentListSchema, DocumentListItem as DocumentListItemSchema, DocumentRecord, ListDocumentsQuery, UpdateDocumentBody } from '../modules/documents/documents.schemas.js';
 import type { CreateFaqBody, FaqList as FaqListSchema, FaqRecord, ListFaqsQuery, UpdateFaqBody } from '../modules/faqs/faqs.schemas.js';
 import type { CreateRundownBody, ListRundownsQuery, RundownList as RundownListSchema, RundownRecord } from '../modules/rundowns/rundowns.schemas.js';
+import type { EventList as EventListSchema, EventRecord, ListEventsQuery } from '../modules/webhooks/feed.schemas.js';
 import type { WebhookPayload } from '../modules/webhooks/payloads.schemas.js';
 import type { CreateWebhookBody, DeliveryDetail, DeliveryList as DeliveryListSchema, DeliveryListItem as DeliveryListItemSchema, ListDeliveriesQuery, ListWebhooksQuery, TestWebhookBody, UpdateWebhookBody, WebhookList as WebhookListSchema, WebhookRecord } from '../modules/webhooks/webhooks.schemas.js';
 import type {
@@ -88,6 +89,15 @@ export type Rundown = RundownRecord;
 export type RundownList = Static<typeof RundownListSchema>;
 export type RundownCreateParams = CreateRundownBody;
 export type RundownListParams = Partial<ListRundownsQuery>;
+
+/**
+ * An event of the feed (GET /v1/events): a delivery body of its kind plus the event's `id`, so the handler of
+ * verified deliveries takes it too; `switch (e.event)` narrows `data`.
+ */
+export type Event = EventRecord;
+export type EventList = EventListSchema;
+/** `event`: one kind, several separated by commas, or a list of kinds (sent comma-separated). */
+export type EventListParams = Partial<Omit<ListEventsQuery, 'event'>> & { event?: string | readonly Event['event'][] | undefined };
 
 /** A verified webhook delivery's body; `event` tells the kinds apart (`switch (e.event)` narrows `data`). */
 export type WebhookEvent = WebhookPayload;

@@ -243,6 +243,47 @@ for (const dialect of DIALECTS) {
       await assertCode(parley.webhooks.deliveries.list(wh.id), 'NOT_FOUND', 404);
     });
 
+    test('events: list with filters, iterate, get; each item typed by its kind', async () => {
+      // An account of its own: the suite's account has the other tests' events.
+      const own = await t.account();
+      const p = new Parley({ apiKey: own.key, baseUrl: t.baseUrl });
+      const started: string[] = [];
+      for (const who of ['ann', 'bob']) {
+        const c = await p.chat.start({ customerId: who });
+        await p.chat.sendMessage(c.conversation.id, { content: `hello from ${who}` });
+        started.unshift(c.conversation.id);
+      }
+      await p.chat.escalate(started[0]!, { reason: 'vip' });
+
+      const page = await p.events.list({ limit: 3 });
+      assert.deepEqual([page.total, page.limit, page.offset, page.events.length], [9, 3, 0, 3]);
+      assert.equal(page.events[0]!.event, 'escalation');
+      const walked: string[] = [];
+      for await (const e of p.events.iterate({ limit: 2 })) walked.push(e.id);
+      assert.equal(walked.length, 9);
+      assert.equal(new Set(walked).size, 9);
+      assert.deepEqual(walked.slice(0, 3), page.events.map((e) => e.id));
+
+      // A list of kinds is sent comma-separated; the narrowed item has its kind's fields.
+      const kinds = await p.events.list({ event: ['conversation.started', 'escalation'] });
+      assert.deepEqual(kinds.events.map((e) => e.event), ['escalation', 'conversation.started', 'conversation.started']);
+      assert.deepEqual((await p.events.list({ event: 'conversation.started,escalation' })).events, kinds.events);
+      const starts: string[] = [];
+      for await (const e of p.events.iterate({ event: 'conversation.started', limit: 1 })) {
+        if (e.event === 'conversation.started') starts.push(e.data.conversationId);
+      }
+      assert.deepEqual(starts, started);
+      const first = page.events[0]!;
+      assert.deepEqual(await p.events.get(first.id), first);
+      if (first.event === 'escalation') assert.equal(first.data.reason, 'vip');
+      else assert.fail(`expected the escalation first, got ${first.event}`);
+
+      const future = await p.events.list({ from: new Date(Date.now() + 86_400_000).toISOString() });
+      assert.deepEqual([future.total, future.events], [0, []]);
+      await assertCode(p.events.list({ event: ['test' as 'escalation'] }), 'INVALID_REQUEST', 400, /query\.event "test" is not in the event feed/);
+      await assertCode(parley.events.get(first.id), 'NOT_FOUND', 404, new RegExp(`event ${first.id} not found`));
+    });
+
     test('an Idempotency-Key of your own: the repeat gets the first answer, nothing runs twice', async () => {
       const key = `walk-${Date.now()}`;
       const a = await parley.documents.create({ title: 'Once', content: 'only once' }, { idempotencyKey: key });
