@@ -105,6 +105,8 @@ for (const dialect of DIALECTS) {
         assert.ok(validItem(item), `${item.event}: ${ajv.errorsText(validItem.errors)}`);
         const body = deliveries.find((d) => d.event_id === item.id)!.body;
         assert.deepEqual(item, { id: item.id, ...JSON.parse(body) });
+        // What docs/webhooks.md tells a receiver to match a feed item with a delivery it already had by.
+        assert.equal(JSON.stringify({ event: item.event, timestamp: item.timestamp, data: item.data }), body);
         // The same bytes, not an equal re-serialisation: the delivery's body with the id in front.
         const spliced = `{"id":"${item.id}",${body.slice(1)}`;
         assert.ok(r.text.includes(spliced), `${item.event} is not the delivery's bytes:\n${spliced}\nin\n${r.text}`);
