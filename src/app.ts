@@ -99,7 +99,7 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
   ['get /webhooks', 'listWebhooks'], ['post /webhooks', 'createWebhook'], ['get /webhooks/{id}', 'getWebhook'],
   ['put /webhooks/{id}', 'updateWebhook'], ['delete /webhooks/{id}', 'deleteWebhook'], ['post /webhooks/{id}/test', 'testWebhook'],
   ['get /webhooks/{id}/deliveries', 'listWebhookDeliveries'], ['get /webhooks/{id}/deliveries/{deliveryId}', 'getWebhookDelivery'],
-  ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'],
+  ['post /webhooks/{id}/deliveries/{deliveryId}/retry', 'retryWebhookDelivery'], ['post /webhooks/{id}/recover', 'recoverWebhook'],
   ['get /events', 'listEvents'], ['get /events/{id}', 'getEvent'],
   ['get /workflows', 'listWorkflows'], ['post /workflows', 'createWorkflow'], ['get /workflows/{id}', 'getWorkflow'],
   ['put /workflows/{id}', 'updateWorkflow'], ['delete /workflows/{id}', 'deleteWorkflow'], ['get /workflows/{id}/runs', 'listWorkflowRuns'],

@@ -43,15 +43,13 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     log,
   });
   // Every emit fans out to deliveries in the emitting transaction and wakes this process's worker.
-  const events = createEventBus({
-    now: () => clock.now(),
-    fanout: createFanout({
-      clock,
-      retryDelaysMs: config.webhookRetryDelaysMs,
-      onCreated: () => deliveries.kick(),
-      ...(channel ? { announce: createAnnouncer(db, channel) } : {}),
-    }),
+  const fanout = createFanout({
+    clock,
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    onCreated: () => deliveries.kick(),
+    ...(channel ? { announce: createAnnouncer(db, channel) } : {}),
   });
+  const events = createEventBus({ now: () => clock.now(), fanout });
   // A failing LLM endpoint is answered by the default answerer; the operator still needs to hear of it.
   const assistant = createAssistantService(db, config, { clock, log: (msg, fields) => log.warn(fields, msg) });
   const workflows = createWorkflowsService(db, clock, events);
@@ -67,7 +65,8 @@ export function createContext(config: Config, database: Database, clock: Clock, 
     // Erasing a conversation rewords the rundowns that quote it.
     conversations: createConversationsService(db, events, rundowns),
     analytics,
-    webhooks: createWebhooksService(db, clock, config, deliveries),
+    // A recover's deliveries wake the workers as an emit's do (here and, on PostgreSQL, in other processes).
+    webhooks: createWebhooksService(db, clock, config, deliveries, () => fanout.delivered()),
     // Not `events`: ctx.events is the bus that writes them.
     eventFeed: createFeedService(db),
     workflows,

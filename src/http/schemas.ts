@@ -51,9 +51,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const errorRef = (code: number) => Type.Unsafe({ $ref: 'ErrorEnvelope#', description: ERROR_DESCRIPTIONS[code] ?? 'failure' });
 
 /** Response schemas for a route: its success shape plus the failures every authenticated route can answer. */
-export function responses<T extends TSchema>(status: 200 | 201, data: T, extra: number[] = []) {
+export function responses<T extends TSchema>(status: 200 | 201 | 202, data: T, extra: number[] = []) {
   const success = Envelope(data);
-  const out: Record<number, TSchema> = { [status]: { ...success, description: status === 201 ? 'Created' : 'OK' } as TSchema };
+  const description = { 200: 'OK', 201: 'Created', 202: 'Accepted' }[status];
+  const out: Record<number, TSchema> = { [status]: { ...success, description } as TSchema };
   for (const code of [400, 401, 403, 429, 500, ...extra]) out[code] = errorRef(code);
   return out;
 }

@@ -38,6 +38,7 @@ const ROUTES = [
   ['get', '/webhooks/{id}/deliveries', '200', true],
   ['get', '/webhooks/{id}/deliveries/{deliveryId}', '200', true],
   ['post', '/webhooks/{id}/deliveries/{deliveryId}/retry', '200', true],
+  ['post', '/webhooks/{id}/recover', '202', true],
   ['get', '/events', '200', false],
   ['get', '/events/{id}', '200', true],
   ['get', '/workflows', '200', false],
@@ -208,6 +209,11 @@ describe('OpenAPI document', () => {
     assert.deepEqual(data('put', '/faqs/{id}', '200').required, faq);
     assert.deepEqual(data('get', '/faqs', '200').properties.faqs.items.required, faq);
     assert.deepEqual(data('delete', '/faqs/{id}', '200').required, ['deleted']);
+    // A recover answers 202 (its deliveries exist, their sending has yet to happen) and needs `since`.
+    const recover = doc.paths['/webhooks/{id}/recover'].post;
+    assert.deepEqual(data('post', '/webhooks/{id}/recover', '202').required, ['recovered', 'since', 'until', 'next']);
+    assert.deepEqual(recover.requestBody.content['application/json'].schema.required, ['since']);
+    assert.equal(recover.requestBody.required, true);
   });
 
   test('webhooks: one POST per event kind, its body schema and the signature headers', () => {

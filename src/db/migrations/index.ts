@@ -12,6 +12,7 @@ import * as m0010 from './0010_deliveries_event.js';
 import * as m0011 from './0011_rundown_quotes.js';
 import * as m0012 from './0012_workflow_runs_list.js';
 import * as m0013 from './0013_events_feed.js';
+import * as m0014 from './0014_deliveries_event_webhook.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '0011_rundown_quotes': m0011,
   '0012_workflow_runs_list': m0012,
   '0013_events_feed': m0013,
+  '0014_deliveries_event_webhook': m0014,
 };
 
 export const migrationProvider: MigrationProvider = {

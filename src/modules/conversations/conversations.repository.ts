@@ -52,20 +52,25 @@ export const conversationsRepository = {
   /**
    * The events emitted about a conversation (every kind names it as data.conversationId), from its start on. The
    * LIKE narrows the account's events by the index's time range; the caller checks each payload, since `_` in an id
-   * is a LIKE wildcard.
+   * is a LIKE wildcard. On PostgreSQL locked until the erasure commits, in id order: a webhook recover (which makes
+   * new deliveries of stored events, reading them FOR KEY SHARE in that order) that read them first is waited for here,
+   * so its deliveries are committed, and seen and deleted, before the erasure deletes them; one that comes later
+   * waits for the erasure and finds the events gone. Locked only at their delete, a recover committing in between
+   * left deliveries of erased events, sent after the erasure.
    */
   eventsOf(db: Conn, accountId: string, conversationId: string, since: number) {
-    return db
+    const q = db
       .selectFrom('events')
       .select(['id', 'payload'])
       .where('account_id', '=', accountId)
       .where('created_at', '>=', since)
       .where('payload', 'like', `%"conversationId":"${conversationId}"%`)
-      .execute();
+      .orderBy('id');
+    return lockingRead(db, q).execute();
   },
 
   /**
-   * Deletes the deliveries of these events with their attempts (deliveries_event index). On PostgreSQL their rows are
+   * Deletes the deliveries of these events with their attempts (deliveries_event_webhook index). On PostgreSQL their rows are
    * locked first in id order, the order a worker's record of a batch (UPDATE … WHERE id IN …, through the primary
    * key) locks them in: deleting in the event index's order instead could deadlock with it.
    */

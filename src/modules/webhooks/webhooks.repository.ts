@@ -1,4 +1,4 @@
-import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
 import { claimingRead, keySharingRead, lockingRead } from '../../db/locks.js';
 import { newestFirstPage, pageLimit } from '../../db/pagination.js';
@@ -70,7 +70,103 @@ export const queueFiguresQuery = (now: number) => sql<{
     (select count(*) from deliveries where lease_owner is not null and status = 'pending') as leased,
     (select count(*) from webhooks where enabled = 0) as disabled`;
 
+/** Every column of a delivery, in the order an INSERT ... SELECT writes them. */
+const DELIVERY_COLUMNS = [
+  'id', 'account_id', 'webhook_id', 'event_id', 'event', 'url', 'secret', 'body', 'status', 'attempt_count', 'auto_attempts',
+  'next_attempt_at', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof DeliveriesTable>;
+
+/** Events of [since, until), by created_at (Unix ms). */
+export interface EventWindow {
+  since: number;
+  until: number;
+}
+
+/**
+ * The account's events created in the window, of these kinds, that have neither a pending nor a succeeded delivery to
+ * the webhook, oldest first (the query, not run): what a recover sends again. `kinds` must not be empty.
+ *
+ * The check is a scalar subquery, not NOT EXISTS: PostgreSQL turns NOT EXISTS into an anti-join, and with the row
+ * counts mis-estimated (tables not yet analysed, or a webhook that had no deliveries when they last were, until a
+ * recover wrote thousands) it chose a nested loop that scanned all the webhook's deliveries once per event: 6.5 s for
+ * 10,000 events, with the webhook locked. A scalar subquery stays a probe per event, and the index on (event_id,
+ * webhook_id) answers it by both columns whatever the estimates (migration 0014).
+ */
+function missedEvents(db: QueryCreator<DB>, accountId: string, webhookId: string, kinds: readonly string[], w: EventWindow) {
+  return db
+    .selectFrom('events')
+    .where('events.account_id', '=', accountId)
+    .where('events.created_at', '>=', w.since)
+    .where('events.created_at', '<', w.until)
+    .where('events.kind', 'in', kinds)
+    .where((eb) =>
+      eb(
+        eb
+          .selectFrom('deliveries')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('deliveries.event_id', '=', 'events.id')
+          .where('deliveries.webhook_id', '=', webhookId)
+          .where('deliveries.status', 'in', ['pending', 'succeeded'])
+          .limit(1),
+        'is',
+        null,
+      ),
+    )
+    .orderBy('events.created_at')
+    .orderBy('events.id');
+}
+
 export const deliveriesRepository = {
+  /** How many events missedEvents finds, counting no further than `limit`. */
+  async countMissed(db: Conn, accountId: string, webhookId: string, kinds: readonly string[], w: EventWindow, limit: number) {
+    const page = missedEvents(db, accountId, webhookId, kinds, w).select('events.id').limit(limit);
+    const r = await db.selectFrom(page.as('m')).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+  /** The creation time of the first event missedEvents finds, or null. */
+  async firstMissed(db: Conn, accountId: string, webhookId: string, kinds: readonly string[], w: EventWindow) {
+    const r = await missedEvents(db, accountId, webhookId, kinds, w).select('events.created_at').limit(1).executeTakeFirst();
+    return r ? Number(r.created_at) : null;
+  },
+  /**
+   * A new pending delivery to the webhook, with its URL and secret as given, for each of the first `ids.length` events
+   * missedEvents finds, in their order, each taking the next of `ids`; answers how many were written. The bodies are
+   * copied by the statement, never read into the process (an escalation's carries its whole transcript). On
+   * PostgreSQL the events are read FOR KEY SHARE (locks.ts keySharingRead): an erasure deleting one of them waits for
+   * this commit and then deletes the delivery too, and an event an erasure has deleted, uncommitted, is waited for
+   * and left out. Rows are locked in id order (events' ids sort by created_at), the order an erasure locks them in.
+   */
+  async insertRecovered(
+    trx: Transaction<DB>,
+    accountId: string,
+    hook: Pick<WebhooksTable, 'id' | 'url' | 'secret'>,
+    kinds: readonly string[],
+    w: EventWindow,
+    ids: readonly string[],
+    at: { now: number; due: number },
+  ) {
+    if (ids.length === 0) return 0;
+    const picked = keySharingRead(
+      trx,
+      missedEvents(trx, accountId, hook.id, kinds, w).select(['events.id', 'events.account_id', 'events.kind', 'events.payload', 'events.created_at']).limit(ids.length),
+    );
+    const n = sql<number>`row_number() over (order by e.created_at, e.id)`;
+    // The n-th event takes the n-th id: a text array on PostgreSQL, a JSON array on SQLite (which has no arrays).
+    const id =
+      trx.getExecutor().adapter instanceof PostgresAdapter
+        ? sql<string>`(cast(${ids} as text[]))[${n}]`
+        : sql<string>`json_extract(${JSON.stringify(ids)}, '$[' || (${n} - 1) || ']')`;
+    const r = await trx
+      .insertInto('deliveries')
+      .columns(DELIVERY_COLUMNS)
+      .expression(
+        sql`select ${id}, e.account_id, cast(${hook.id} as text), e.id, e.kind, cast(${hook.url} as text), cast(${hook.secret} as text), e.payload,
+          'pending', 0, 0, cast(${at.due} as bigint), null, null, cast(${at.now} as bigint), cast(${at.now} as bigint)
+          from (${picked}) e`,
+      )
+      .executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0);
+  },
   /**
    * Finished deliveries (succeeded, failed, cancelled) made before `before`, with their attempts: at most `limit`,
    * oldest first, by the primary key (ids sort by creation time: `floor` is ids.ts idFloor). On PostgreSQL rows
@@ -100,7 +196,7 @@ export const deliveriesRepository = {
   },
   /**
    * Emitted events made before `before` (their deliveries carry their bodies), as pruneFinished, except those with
-   * a delivery still pending: erasing a conversation finds its deliveries through its events (deliveries_event), and
+   * a delivery still pending: erasing a conversation finds its deliveries through its events (deliveries_event_webhook), and
    * one still retrying past the retention would otherwise be missed and sent after the erasure.
    */
   async pruneEvents(trx: Transaction<DB>, floor: string, before: number, limit: number) {
@@ -137,13 +233,9 @@ export const deliveriesRepository = {
     ids: readonly string[],
     at: { now: number; delayMs: number },
   ) {
-    const columns = [
-      'id', 'account_id', 'webhook_id', 'event_id', 'event', 'url', 'secret', 'body', 'status', 'attempt_count', 'auto_attempts',
-      'next_attempt_at', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at',
-    ] as const satisfies ReadonlyArray<keyof DeliveriesTable>;
     return db
       .insertInto('deliveries')
-      .columns(columns)
+      .columns(DELIVERY_COLUMNS)
       .expression(
         sql`select (${ids}::text[])[row_number() over ()], ${accountId}::text, w.id, e.id, e.kind, w.url, w.secret, e.payload, 'pending', 0, 0,
           e.created_at + ${at.delayMs}::bigint, null, null, ${at.now}::bigint, ${at.now}::bigint

@@ -8,6 +8,8 @@ import {
   DeliveryParams,
   ListDeliveriesQuery,
   ListWebhooksQuery,
+  RecoverResult,
+  RecoverWebhookBody,
   TestWebhookBody,
   UpdateWebhookBody,
   WebhookList,
@@ -72,6 +74,23 @@ export const webhooksRoutes =
       },
       // A bodiless POST counts as {} (registerOptionalBody: every field of the body is optional).
       handler: async (req) => ({ success: true as const, data: await svc.test(req.auth.accountId, req.params.id, req.body.message) }),
+    });
+
+    app.post('/webhooks/:id/recover', {
+      config: write,
+      schema: {
+        tags,
+        summary: 'Send again every event of a period the webhook missed (after an outage): new deliveries, sent by the worker',
+        params: IdParams,
+        body: RecoverWebhookBody,
+        response: responses(202, RecoverResult, [404]),
+      },
+      // 202: the deliveries exist when this answers (the count is exact and survives a restart); their sending has
+      // not happened yet, as with any new delivery.
+      handler: async (req, reply) => {
+        reply.code(202);
+        return { success: true as const, data: await svc.recover(req.auth.accountId, req.params.id, req.body) };
+      },
     });
 
     app.get('/webhooks/:id/deliveries', {

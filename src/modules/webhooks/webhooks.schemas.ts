@@ -113,3 +113,27 @@ export const TestWebhookBody = Type.Object(
   { message: Type.Optional(Type.String({ minLength: 1, maxLength: 1_000 })) },
   { additionalProperties: false },
 );
+
+/** At most this many deliveries per recover call: the rest is a `next` call away (webhooks.service.ts recover). */
+export const RECOVER_MAX = 10_000;
+
+const Instant = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 64, description: `${description}; ISO 8601 date (2026-01-01, midnight UTC) or date-time (2026-01-01T09:30:00Z)` });
+
+export const RecoverWebhookBody = Type.Object(
+  {
+    since: Instant('events created at or after this time (at most DELIVERY_RETENTION ago, not in the future)'),
+    until: Type.Optional(Instant('events created before this time (exclusive; default now, not in the future)')),
+  },
+  { additionalProperties: false },
+);
+export type RecoverWebhookBody = Static<typeof RecoverWebhookBody>;
+
+export const RecoverResult = Type.Object({
+  recovered: Type.Integer({ description: `new pending deliveries created by this call (at most ${RECOVER_MAX})` }),
+  since: Timestamp,
+  until: Timestamp,
+  next: Type.Union([Timestamp, Type.Null()], {
+    description: 'null when every missed event of the window was recovered; otherwise call again with this as `since` and the same `until`',
+  }),
+});

@@ -4,6 +4,7 @@ import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { idFloor, newId } from '../../lib/ids.js';
+import { parseIsoInstant } from '../../lib/iso-time.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { afterCommit, outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
@@ -14,10 +15,12 @@ import { assertPublicHost, SsrfError, urlTextProblem, validateWebhookUrl } from 
 import { deliveriesRepository, webhooksRepository as repo } from './webhooks.repository.js';
 import {
   EVENT_ALIASES,
+  RECOVER_MAX,
   SUBSCRIBABLE_EVENTS,
   type CreateWebhookBody,
   type ListDeliveriesQuery,
   type ListWebhooksQuery,
+  type RecoverWebhookBody,
   type UpdateWebhookBody,
 } from './webhooks.schemas.js';
 
@@ -120,11 +123,35 @@ export function createFanout(opts: {
   };
 }
 
+/**
+ * The window of a recover, [since, until) in Unix ms, refused naming the field: each side an ISO 8601 instant, neither
+ * in the future, since before until, and since no further back than `retentionMs` (0: no bound), past which events
+ * have been deleted, so a window reaching there would quietly recover less than it says.
+ */
+export function recoverWindow(body: RecoverWebhookBody, now: number, retentionMs: number) {
+  const parse = (field: 'since' | 'until', text: string) => {
+    const ms = parseIsoInstant(text);
+    if (ms === null) throw invalidRequest(`body.${field} must be an ISO 8601 date or date-time such as 2026-01-01 or 2026-01-01T09:30:00Z`);
+    return ms;
+  };
+  const since = parse('since', body.since);
+  const until = body.until === undefined ? now : parse('until', body.until);
+  if (since > now) throw invalidRequest(`body.since must not be in the future (now is ${toIso(now)})`);
+  if (until > now) throw invalidRequest(`body.until must not be in the future (now is ${toIso(now)}); leave it out to mean now`);
+  if (since >= until) throw invalidRequest('body.since must be earlier than body.until, counted in whole milliseconds (since is inclusive, until is exclusive)');
+  if (retentionMs > 0 && since < now - retentionMs) {
+    throw invalidRequest(`body.since must be at or after ${toIso(now - retentionMs)}: events older than DELIVERY_RETENTION have been deleted and cannot be recovered`);
+  }
+  return { since, until };
+}
+
 export function createWebhooksService(
   db: Kysely<DB>,
   clock: Clock,
-  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookMaxPerAccount'>,
+  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookMaxPerAccount' | 'webhookRetryDelaysMs' | 'deliveryRetentionMs'>,
   engine: DeliveryEngine,
+  /** Once deliveries made outside an emit have committed: wakes the workers (the fan-out's `delivered`). */
+  delivered: () => void = () => engine.kick(),
 ) {
   const allowPrivate = config.webhookAllowPrivateUrls;
 
@@ -312,6 +339,40 @@ export function createWebhooksService(
       if (!lease) throw new ApiError('SERVER_ERROR', 'could not lease the test delivery');
       await engine.attempt(lease.d, 'test', lease.leaseOwner);
       return deliveryDetail(accountId, hook.id, deliveryId);
+    },
+
+    /**
+     * A new delivery to this webhook, now, of every event of the window it missed: each event of a kind it subscribes
+     * to now with no pending and no succeeded delivery to it (cancelled and failed ones, events of the time it was
+     * disabled, which made none). Each takes the webhook's current URL and secret, the event's stored body, a new id and
+     * the whole retry schedule. At most RECOVER_MAX per call (one transaction: on SQLite it holds the only write lock
+     * while it runs), oldest first; `next` is where the following call starts. A second call creates nothing new.
+     */
+    async recover(accountId: string, id: string, body: RecoverWebhookBody) {
+      const w = recoverWindow(body, clock.now(), config.deliveryRetentionMs);
+      const { recovered, next } = await writeTransaction(db, async (trx) => {
+        // Locked until the commit (PostgreSQL): a second recover waits and then finds these deliveries pending, so it
+        // makes none again; a disable or delete waits and then cancels them; a URL or secret change either lands
+        // before (and is used) or after (like any pending delivery's, it is not). SQLite has one writer.
+        const hook = await repo.find(trx, accountId, id, true);
+        if (!hook) throw notFound('webhook', id);
+        if (hook.enabled !== 1) {
+          throw invalidRequest(`webhook ${id} is disabled; re-enable it (PUT enabled: true) before recovering its deliveries`);
+        }
+        const kinds = JSON.parse(hook.events) as string[];
+        if (kinds.length === 0) return { recovered: 0, next: null };
+        const count = await deliveriesRepository.countMissed(trx, accountId, id, kinds, w, RECOVER_MAX);
+        const now = clock.now();
+        // Sorted, so the deliveries' ids follow their events' order (ids of one millisecond are otherwise random).
+        const ids = Array.from({ length: count }, () => newId('dlv', now)).sort();
+        const recovered = await deliveriesRepository.insertRecovered(trx, accountId, hook, kinds, w, ids, { now, due: now + initialDelay(config.webhookRetryDelaysMs) });
+        // What is left starts at the first event still missed: events of the last millisecond taken now have a pending
+        // delivery, so starting there again repeats none of them.
+        const first = count === RECOVER_MAX ? await deliveriesRepository.firstMissed(trx, accountId, id, kinds, w) : null;
+        if (recovered > 0) afterCommit(trx, delivered);
+        return { recovered, next: first === null ? null : toIso(first) };
+      });
+      return { recovered, since: toIso(w.since), until: toIso(w.until), next };
     },
 
     async listDeliveries(accountId: string, webhookId: string, q: ListDeliveriesQuery) {
