@@ -230,6 +230,15 @@ export class Webhooks extends CrudResource<{
   test(id: string, body: T.WebhookTestParams = {}, options?: RequestOptions): Promise<T.Delivery> {
     return this.http.post<T.Delivery>(`/webhooks/${seg(id)}/test`, body, options);
   }
+
+  /**
+   * New deliveries, sent by the worker, of every event of [since, until) the webhook missed (none pending or
+   * succeeded), e.g. after an outage; the webhook must be enabled. At most 10,000 per call: while `next` is not null,
+   * call again with `{since: next, until}`.
+   */
+  recover(id: string, body: T.WebhookRecoverParams, options?: RequestOptions): Promise<T.WebhookRecovery> {
+    return this.http.post<T.WebhookRecovery>(`/webhooks/${seg(id)}/recover`, body, options);
+  }
 }
 
 export class Analytics {

@@ -14,7 +14,7 @@ import type { CreateFaqBody, FaqList as FaqListSchema, FaqRecord, ListFaqsQuery,
 import type { CreateRundownBody, ListRundownsQuery, RundownList as RundownListSchema, RundownRecord } from '../modules/rundowns/rundowns.schemas.js';
 import type { EventList as EventListSchema, EventRecord, ListEventsQuery } from '../modules/webhooks/feed.schemas.js';
 import type { WebhookPayload } from '../modules/webhooks/payloads.schemas.js';
-import type { CreateWebhookBody, DeliveryDetail, DeliveryList as DeliveryListSchema, DeliveryListItem as DeliveryListItemSchema, ListDeliveriesQuery, ListWebhooksQuery, TestWebhookBody, UpdateWebhookBody, WebhookList as WebhookListSchema, WebhookRecord } from '../modules/webhooks/webhooks.schemas.js';
+import type { CreateWebhookBody, DeliveryDetail, DeliveryList as DeliveryListSchema, DeliveryListItem as DeliveryListItemSchema, ListDeliveriesQuery, ListWebhooksQuery, RecoverResult, RecoverWebhookBody, TestWebhookBody, UpdateWebhookBody, WebhookList as WebhookListSchema, WebhookRecord } from '../modules/webhooks/webhooks.schemas.js';
 import type {
   CreateWorkflowBody,
   ListWorkflowRunsQuery,
@@ -71,6 +71,8 @@ export type WebhookCreateParams = CreateWebhookBody;
 export type WebhookUpdateParams = UpdateWebhookBody;
 export type WebhookListParams = Partial<ListWebhooksQuery>;
 export type WebhookTestParams = Static<typeof TestWebhookBody>;
+export type WebhookRecoverParams = RecoverWebhookBody;
+export type WebhookRecovery = Static<typeof RecoverResult>;
 export type Delivery = Static<typeof DeliveryDetail>;
 export type DeliveryListItem = Static<typeof DeliveryListItemSchema>;
 export type DeliveryList = Static<typeof DeliveryListSchema>;

@@ -284,6 +284,31 @@ for (const dialect of DIALECTS) {
       await assertCode(parley.events.get(first.id), 'NOT_FOUND', 404, new RegExp(`event ${first.id} not found`));
     });
 
+    test('webhooks: recover what a disabled webhook missed, once re-enabled', async () => {
+      const receiver = await startServer();
+      t.beforeClose(() => receiver.close());
+      const worker = startWorker(t);
+      t.beforeClose(() => worker.stop());
+      // An account of its own: a recover also takes its account's events from before the webhook existed.
+      const parley = new Parley({ apiKey: (await t.account()).key, baseUrl: t.baseUrl });
+      const since = new Date(Date.now() - 1_000).toISOString();
+      const wh = await parley.webhooks.create({ url: `${receiver.url}/recover`, events: ['escalation'], secret: 'a-long-secret' });
+      await parley.webhooks.update(wh.id, { enabled: false });
+      const { conversation } = await parley.chat.start();
+      await parley.chat.escalate(conversation.id);
+      await assertCode(parley.webhooks.recover(wh.id, { since }), 'INVALID_REQUEST', 400, /disabled; re-enable it/);
+
+      await parley.webhooks.update(wh.id, { enabled: true });
+      const recovery = await parley.webhooks.recover(wh.id, { since });
+      assert.equal(recovery.recovered, 1);
+      assert.equal(recovery.since, since);
+      assert.equal(recovery.next, null);
+      await waitFor(() => receiver.received.length === 1, 'the recovered escalation');
+      assert.equal(JSON.parse(receiver.received[0]!.body.toString()).data.conversationId, conversation.id);
+      assert.equal((await parley.webhooks.recover(wh.id, { since, until: recovery.until })).recovered, 0);
+      await assertCode(parley.webhooks.recover(wh.id, { since: '2999-01-01' }), 'INVALID_REQUEST', 400, /body\.since must not be in the future/);
+    });
+
     test('an Idempotency-Key of your own: the repeat gets the first answer, nothing runs twice', async () => {
       const key = `walk-${Date.now()}`;
       const a = await parley.documents.create({ title: 'Once', content: 'only once' }, { idempotencyKey: key });
