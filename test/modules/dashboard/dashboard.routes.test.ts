@@ -390,6 +390,44 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('recover on a webhook screen: refused while disabled with the API message; once enabled, the missed events become pending deliveries', async () => {
+      const own = await t.account();
+      const created = await t.request('POST', '/v1/webhooks', { key: own.key, body: { url: `${rx.url}/recover`, events: ['conversation.started'], secret: 'whsec_dashboard_recover' } });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.data.id as string;
+      await t.request('PUT', `/v1/webhooks/${id}`, { key: own.key, body: { enabled: false } });
+      for (const customerId of ['missed-1', 'missed-2']) assert.equal((await t.request('POST', '/v1/chat/conversations', { key: own.key, body: { customerId } })).status, 201);
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, own.key);
+        await until(() => page.$('#webhooks'), 'the webhooks screen');
+        page.window.location.hash = `#/webhooks/${id}`;
+        await until(() => page.$('#recover [data-action=recover]'), 'the recover action');
+        click(page.$('#recover [data-action=recover]'), 'recover');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.match(page.message(), /is disabled; re-enable it/);
+
+        click(page.$('#webhook [data-action=toggle]'), 'enable');
+        await until(() => page.$('#webhook .badge')?.textContent === 'enabled', 'enabled');
+        setValue(page.$<HTMLSelectElement>('#recover-period'), '3600000');
+        const asked = Date.now() - 3_600_000;
+        click(page.$('#recover [data-action=recover]'), 'recover');
+        await until(() => page.message().startsWith('Recovered'), 'the outcome');
+        assert.equal(page.message(), 'Recovered 2 missed events: new deliveries, sent shortly.');
+        const call = page.requests.filter((r) => r.path === `/v1/webhooks/${id}/recover`).at(-1)!;
+        assert.ok(Math.abs(Date.parse(JSON.parse(call.body!).since) - asked) < 5_000, call.body);
+        // No worker runs here: they wait in the history as pending.
+        await until(() => page.document.querySelectorAll('#deliveries tbody tr').length === 2, 'the new deliveries');
+        assert.deepEqual([...page.document.querySelectorAll('#deliveries td.status')].map((c) => c.textContent), ['pending', 'pending']);
+
+        click(page.$('#recover [data-action=recover]'), 'recover again');
+        await until(() => page.message().startsWith('Nothing to recover'), 'nothing the second time');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
     test('a list whose last page runs empty moves back to the last page with rows', async () => {
       const own = await t.account();
       for (let i = 0; i < 21; i++) {

@@ -511,6 +511,29 @@
     );
   }
 
+  const RECOVER_PERIODS = [[3_600_000, 'the last hour'], [86_400_000, 'the last 24 hours'], [604_800_000, 'the last 7 days']];
+
+  /**
+   * After an outage: a new delivery of every event of the period the webhook missed (POST …/recover), calling again
+   * from `next` while the API's cap per call leaves some.
+   */
+  function recoverAction(w) {
+    const select = h('select', { id: 'recover-period' }, RECOVER_PERIODS.map(([ms, label], i) => h('option', { value: ms, selected: i === 1 }, label)));
+    const recover = async () => {
+      const path = `/webhooks/${encodeURIComponent(w.id)}/recover`;
+      let r = await api('POST', path, { body: { since: new Date(Date.now() - Number(select.value)).toISOString() } });
+      let n = r.recovered;
+      while (r.next) {
+        r = await api('POST', path, { body: { since: r.next, until: r.until } });
+        n += r.recovered;
+      }
+      await render();
+      showMessage(n === 0 ? 'Nothing to recover: every event of the period was delivered or is on its way.' : `Recovered ${n} missed event${n === 1 ? '' : 's'}: new deliveries, sent shortly.`, 'ok');
+    };
+    return h('div', { class: 'toolbar', id: 'recover' }, h('label', { class: 'filter' }, 'Missed events of ', select),
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'recover', onclick: (e) => act(e.currentTarget, recover) }, 'Recover'));
+  }
+
   async function webhookView(mount, id, deliveryId) {
     if (state.deliveries.webhookId !== id) state.deliveries = { webhookId: id, status: 'all', offset: 0 };
     const path = `/webhooks/${encodeURIComponent(id)}`;
@@ -546,6 +569,7 @@
           ['Updated', fmtTime(w.updatedAt)],
         ]),
         h('div', { class: 'row actions' }, webhookActions(w, () => go('#/webhooks'))),
+        recoverAction(w),
         editWebhookForm(w),
         h('h3', {}, 'Delivery history'),
         h(
