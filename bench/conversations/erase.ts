@@ -1,5 +1,5 @@
 // What DELETE /v1/conversations/:id costs in a busy account, on both dialects: the erasure reads the account's events
-// since the conversation started (events_account_created, then each payload is checked), and finds their deliveries
+// since the conversation started (events_account_created_id, then each payload is checked), and finds their deliveries
 // through deliveries_event_webhook. Usage: node --import tsx bench/conversations/erase.ts [--conversations 5000]
 // (each conversation: 10 events, each delivered to 2 webhooks; PostgreSQL at TEST_DATABASE_URL or
 // 127.0.0.1:5432/test, in a schema of its own, dropped at the end).
