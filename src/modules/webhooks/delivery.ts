@@ -45,10 +45,10 @@ const webhookEnabled = sql<boolean>`exists (select 1 from webhooks w where w.id 
 /** What an attempt needs, as read when the delivery was claimed (the lease keeps it current). */
 export type ClaimedDelivery = Pick<
   DeliveriesTable,
-  'id' | 'account_id' | 'webhook_id' | 'event' | 'url' | 'secret' | 'body' | 'attempt_count' | 'auto_attempts'
+  'id' | 'account_id' | 'webhook_id' | 'event' | 'event_id' | 'url' | 'secret' | 'body' | 'attempt_count' | 'auto_attempts'
 >;
 
-const CLAIMED_COLUMNS = ['id', 'account_id', 'webhook_id', 'event', 'url', 'secret', 'body', 'attempt_count', 'auto_attempts'] as const;
+const CLAIMED_COLUMNS = ['id', 'account_id', 'webhook_id', 'event', 'event_id', 'url', 'secret', 'body', 'attempt_count', 'auto_attempts'] as const;
 
 export interface DeliveryEngineOptions {
   db: Kysely<DB>;
@@ -196,7 +196,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    */
   async function attempt(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string): Promise<SendResult> {
     const startedAt = clock.now();
-    const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, secret: d.secret, body: d.body, now: startedAt });
+    const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, eventId: d.event_id, secret: d.secret, body: d.body, now: startedAt });
     const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
     await record(d, kind, leaseOwner, startedAt, res);
     return res;
@@ -481,7 +481,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     const p = (async () => {
       if (!(await ready)) return;
       const at = clock.now();
-      const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, secret: d.secret, body: d.body, now: at });
+      const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, eventId: d.event_id, secret: d.secret, body: d.body, now: at });
       const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
       const r = record(d, 'auto', owner, at, res)
         .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed to record'))

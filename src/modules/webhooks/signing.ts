@@ -52,16 +52,24 @@ export type DeliveryHeaders = StandardWebhookHeaders & {
   'X-Service-Signature': string;
   'X-Service-Event': string;
   'X-Service-Delivery-Id': string;
+  /**
+   * The event's id (`evt_…`, as `GET /v1/events` lists it), on deliveries of an event: every delivery of one event
+   * carries it — a recover's new delivery, another webhook's — so a receiver can tell an event it already handled, and
+   * match deliveries with the event feed, by id. A test send is no event and has none.
+   */
+  'X-Service-Event-Id'?: string;
 };
 
 /**
- * All seven headers of one delivery attempt. `now` (Date or epoch ms, default now) gives the
+ * The seven headers of one delivery attempt, and the event's id when it is one. `now` (Date or epoch ms, default now) gives the
  * `webhook-timestamp` of this attempt; everything else depends only on the stored delivery,
  * so a retry carries the identical body, `X-Service-Signature` and delivery id.
  */
 export function buildDeliveryHeaders(input: {
   deliveryId: string;
   event: string;
+  /** The event's id; null for a test send. */
+  eventId?: string | null;
   secret: string;
   body: Body;
   now?: Date | number;
@@ -72,6 +80,7 @@ export function buildDeliveryHeaders(input: {
     'X-Service-Signature': signBody(input.secret, input.body),
     'X-Service-Event': input.event,
     'X-Service-Delivery-Id': input.deliveryId,
+    ...(input.eventId ? { 'X-Service-Event-Id': input.eventId } : {}),
     ...standardWebhookHeaders(input.deliveryId, input.secret, input.body, Math.floor(nowMs / 1000)),
   };
 }

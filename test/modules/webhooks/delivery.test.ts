@@ -64,6 +64,7 @@ for (const dialect of DIALECTS) {
       await assertVerifies(got[0]!, SECRET);
       assert.equal(got[0]!.headers['x-service-event'], 'test');
       assert.equal(got[0]!.headers['x-service-delivery-id'], r.body.data.id);
+      assert.equal(got[0]!.headers['x-service-event-id'], undefined, 'a test send is no event');
       const payload = JSON.parse(got[0]!.body.toString());
       assert.deepEqual(payload.data, { message: 'hello' });
       assert.equal(payload.event, 'test');

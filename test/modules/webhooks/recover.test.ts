@@ -137,6 +137,7 @@ for (const dialect of DIALECTS) {
         assert.equal(got.headers['x-service-event'], e.kind);
         assert.match(String(got.headers['x-service-delivery-id']), /^dlv_/);
         assert.ok(!oldIds.has(String(got.headers['x-service-delivery-id'])), 'a new delivery id');
+        assert.equal(got.headers['x-service-event-id'], e.id, "a new delivery id, but the event's own id");
       }
       for (const e of [e0, e5, e6]) assert.equal(recovered.filter((x) => x.body.toString() === e.body).length, 0);
 

@@ -37,6 +37,13 @@ test('standardWebhookHeaders signs "{id}.{timestamp}.{body}" with the UTF-8 secr
   assert.equal(wh.sign('dlv_1', new Date(1700000000 * 1000), '{"x":"é"}'), h['webhook-signature']);
 });
 
+test("a delivery of an event also carries the event's id; a test send (no event) does not", () => {
+  const h = buildDeliveryHeaders({ deliveryId: 'dlv_abc', event: 'escalation', eventId: 'evt_xyz', secret: 'whsecret1', body: '{}', now: 1700000000123 });
+  assert.equal(h['X-Service-Event-Id'], 'evt_xyz');
+  assert.equal(Object.keys(h).length, 8);
+  assert.equal('X-Service-Event-Id' in buildDeliveryHeaders({ deliveryId: 'dlv_abc', event: 'test', eventId: null, secret: 'whsecret1', body: '{}' }), false);
+});
+
 test('buildDeliveryHeaders returns exactly the seven headers', () => {
   const h = buildDeliveryHeaders({ deliveryId: 'dlv_abc', event: 'test', secret: 'whsecret1', body: '{}', now: 1700000000123 });
   assert.deepEqual(Object.keys(h).sort(), [
