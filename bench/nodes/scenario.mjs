@@ -223,6 +223,22 @@ async function main() {
     const convs = []; // {id, kind, customerId, ended:bool, erased:bool, sends, escalated, contacts}
     const docs = [];
     const faqs = [];
+    /** A new conversation on every live node, each asked `content` at once: the replies, with the node's index. */
+    const askEveryNode = async (prefix, content) => {
+      const replies = [];
+      for (const n of alive()) {
+        const customerId = `${prefix}-${nodes.indexOf(n)}`;
+        const c = await api(n, keyA, 'POST', '/chat/conversations', { customerId });
+        if (c.status !== 201) continue;
+        const conv = { id: c.json.data.conversation.id, kind: 'faq', sends: 0, customerId };
+        convs.push(conv);
+        const m = await api(n, keyA, 'POST', `/chat/conversations/${conv.id}/messages`, { content });
+        if (m.status !== 200) continue;
+        conv.sends++;
+        replies.push({ node: nodes.indexOf(n), reply: m.json.data.messages[1] });
+      }
+      return replies;
+    };
     let killedAt = null;
     let killedAtEpoch = Infinity;
     const kinds5 = ['end', 'escalate-contact-end', 'idle', 'handoff-contact', 'erase'];
@@ -275,18 +291,11 @@ async function main() {
         if (f.status === 201) {
           counts.faqs++;
           faqs.push(f.json.data.id);
-          for (const n of alive()) {
-            const c = await api(n, keyA, 'POST', '/chat/conversations', { customerId: `faq-${round}-${nodes.indexOf(n)}` });
-            if (c.status !== 201) continue;
-            convs.push({ id: c.json.data.conversation.id, kind: 'faq', sends: 0, customerId: `faq-${round}-${nodes.indexOf(n)}` });
-            const conv = convs.at(-1);
-            const m = await api(n, keyA, 'POST', `/chat/conversations/${conv.id}/messages`, { content: `how do I reset the ${word} gadget?` });
-            if (m.status !== 200) continue;
-            conv.sends++;
+          for (const { node, reply } of await askEveryNode(`faq-${round}`, `how do I reset the ${word} gadget?`)) {
             counts.faqAnsweredElsewhere++;
-            if (!m.json.data.messages[1].sources.includes(f.json.data.id)) {
+            if (!reply.sources.includes(f.json.data.id)) {
               counts.faqNotAnswered++;
-              problem('new FAQ not answered on a node', { faq: f.json.data.id, node: nodes.indexOf(n), reply: m.json.data.messages[1].content.slice(0, 80) });
+              problem('new FAQ not answered on a node', { faq: f.json.data.id, node, reply: reply.content.slice(0, 80) });
             }
           }
         }
@@ -295,30 +304,16 @@ async function main() {
           const newWord = `quuxle${round}r${tag}`;
           const u = await api(next(), keyA, 'PUT', `/faqs/${f.json.data.id}`, { answer: `Press the ${newWord} switch twice.` });
           if (u.status === 200) {
-            for (const n of alive()) {
-              const c = await api(n, keyA, 'POST', '/chat/conversations', { customerId: `faq2-${round}-${nodes.indexOf(n)}` });
-              if (c.status !== 201) continue;
-              const fc = { id: c.json.data.conversation.id, kind: 'faq', sends: 0 };
-              convs.push(fc);
-              const m = await api(n, keyA, 'POST', `/chat/conversations/${fc.id}/messages`, { content: `how do I reset the ${word} gadget?` });
-              if (m.status !== 200) continue;
-              fc.sends++;
+            for (const { node, reply } of await askEveryNode(`faq2-${round}`, `how do I reset the ${word} gadget?`)) {
               counts.faqUpdateAsks++;
-              if (!m.json.data.messages[1].content.includes(newWord)) problem('FAQ update not answered on a node', { faq: f.json.data.id, node: nodes.indexOf(n), reply: m.json.data.messages[1].content.slice(0, 120) });
+              if (!reply.content.includes(newWord)) problem('FAQ update not answered on a node', { faq: f.json.data.id, node, reply: reply.content.slice(0, 120) });
             }
             const del = await api(next(), keyA, 'DELETE', `/faqs/${f.json.data.id}`);
             if (del.status === 200) {
               faqs.splice(faqs.indexOf(f.json.data.id), 1);
-              for (const n of alive()) {
-                const c = await api(n, keyA, 'POST', '/chat/conversations', { customerId: `faq3-${round}-${nodes.indexOf(n)}` });
-                if (c.status !== 201) continue;
-                const fc = { id: c.json.data.conversation.id, kind: 'faq', sends: 0 };
-                convs.push(fc);
-                const m = await api(n, keyA, 'POST', `/chat/conversations/${fc.id}/messages`, { content: `how do I reset the ${word} gadget?` });
-                if (m.status !== 200) continue;
-                fc.sends++;
+              for (const { node, reply } of await askEveryNode(`faq3-${round}`, `how do I reset the ${word} gadget?`)) {
                 counts.faqDeleteAsks++;
-                if (m.json.data.messages[1].sources.includes(f.json.data.id)) problem('deleted FAQ cited on a node', { faq: f.json.data.id, node: nodes.indexOf(n) });
+                if (reply.sources.includes(f.json.data.id)) problem('deleted FAQ cited on a node', { faq: f.json.data.id, node });
               }
             }
           }
