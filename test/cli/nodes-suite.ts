@@ -14,19 +14,12 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import type { DialectName } from '../../src/db/database.js';
 import { freePort, startServer, type TestServer } from '../modules/webhooks/helpers.js';
+import { until } from '../helpers/until.js';
 import { assertBuildIsFresh, cli, ENTRY, freshDatabase, oneJson, startServe } from './cli-suite.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 30_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** Waits on real processes: up to 30 s, looking every 50 ms. */
+const WAIT = [30_000, 50] as const;
 
 /** `parley worker --json` as a process, in `started` at once (so a failed start still gets stopped); resolves once it said it started. */
 function startWorker(env: Record<string, string>, started: ChildProcess[]): Promise<ChildProcess> {
@@ -179,7 +172,7 @@ export function nodesSuite(dialect: DialectName) {
         // The shared budget is spent (the test above); this node's own counters have all of it.
         assert.equal(r.status, 200);
         assert.equal(r.headers.get('x-ratelimit-remaining'), '6');
-        const warning = await until('the warning', () => node.stderr().split('\n').find((l) => l.includes('Redis unavailable for rate limits')));
+        const warning = await until(() => node.stderr().split('\n').find((l) => l.includes('Redis unavailable for rate limits')), 'the warning', ...WAIT);
         assert.match(JSON.parse(warning).err, /ECONNREFUSED/);
       } finally {
         assert.equal(await node.stop(), 0);
@@ -201,21 +194,21 @@ export function nodesSuite(dialect: DialectName) {
       // timers of seconds (the idle timeout and its grace for a reply, the rundown interval): polled every 250 ms, not
       // every 50, since each poll is a request of the account (Pro: 300 a minute), and at 50 ms the polls alone ran
       // into its rate limit (429, then no `data` to read) once the idle grace made the wait two seconds longer.
-      const SLOW = [30_000, 250] as const;
-      await until('every conversation ended', async () => (await call(0, key, 'GET', '/conversations?status=active')).json.data.total === 0, ...SLOW);
+      const SLOW = [WAIT[0], 250] as const;
+      await until(async () => (await call(0, key, 'GET', '/conversations?status=active')).json.data.total === 0, 'every conversation ended', ...SLOW);
       const windowAfter = async () => (await call(1, key, 'GET', '/rundowns?trigger=schedule&limit=100')).json.data.rundowns as Array<{ from: string }>;
       // A window that began after the last conversation ended: every window before it has been made by then.
       const lastEnd = Math.max(...(await Promise.all(convs.map(async (id) => Date.parse((await call(0, key, 'GET', `/conversations/${id}`)).json.data.endedAt)))));
-      const rundowns = await until('a rundown of a window after the last end', async () => {
+      const rundowns = await until(async () => {
         const list = await windowAfter();
         return list.some((r) => Date.parse(r.from) > lastEnd) && list;
-      }, ...SLOW);
-      await until('no delivery pending', async () => (await call(0, key, 'GET', `/webhooks/${hookId}/deliveries?status=pending`)).json.data.total === 0, ...SLOW);
+      }, 'a rundown of a window after the last end', ...SLOW);
+      await until(async () => (await call(0, key, 'GET', `/webhooks/${hookId}/deliveries?status=pending`)).json.data.total === 0, 'no delivery pending', ...SLOW);
       const deliveries = (await call(0, key, 'GET', `/webhooks/${hookId}/deliveries?limit=100`)).json.data;
-      const got = await until('every delivery at the receiver', () => {
+      const got = await until(() => {
         const a = arrivals();
         return deliveries.deliveries.every((d: any) => a.has(d.id)) && a;
-      });
+      }, 'every delivery at the receiver', ...WAIT);
       assert.ok(deliveries.total <= 100);
       assert.ok(deliveries.deliveries.every((d: any) => d.status === 'succeeded'), 'every delivery succeeded');
       const ofConv = (event: string, id: string) => [...got.values()].filter((e) => e.event === event && e.data.conversationId === id).length;
