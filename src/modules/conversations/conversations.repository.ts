@@ -1,6 +1,6 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import { lockingRead } from '../../db/locks.js';
-import { pageLimit } from '../../db/pagination.js';
+import { countAlone, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
 import { deliveriesRepository } from '../webhooks/webhooks.repository.js';
@@ -29,18 +29,15 @@ export const conversationsRepository = {
     // Deferred join: the page's ids come from the index alone (every list index ends in created_at, id), so
     // a deep offset skips index entries instead of fetching, then discarding, thousands of table rows.
     const pageIds = q.select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(pageLimit(f.limit)).offset(f.offset);
-    const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      db
-        .selectFrom('conversations')
-        .select(['id', 'customer_id', 'status', 'tags', 'message_count', 'created_at', 'ended_at', 'outcome', 'topic'])
-        .where('account_id', '=', accountId)
-        .where('id', 'in', pageIds)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    const rows = await db
+      .selectFrom('conversations')
+      .select(['id', 'customer_id', 'status', 'tags', 'message_count', 'created_at', 'ended_at', 'outcome', 'topic', totalColumn(q)])
+      .where('account_id', '=', accountId)
+      .where('id', 'in', pageIds)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return { rows, total: await totalOf(rows[0]?.total, f.offset, countAlone(q)) };
   },
 
   /** `lock`: read under the row's lock until the transaction ends (locks.ts), as an erasure does. */

@@ -1,5 +1,5 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import { pageLimit } from '../../db/pagination.js';
+import { type Kysely, type Transaction } from 'kysely';
+import { countAlone, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 import { lockingRead } from '../../db/locks.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB, DocumentsTable } from '../../db/schema.js';
@@ -11,41 +11,22 @@ type Conn = Kysely<DB> | Transaction<DB>;
 // answer rows as tuples (precompileRows): on SQLite that skips building an object per row.
 const LIST_COLUMNS = ['id', 'title', 'status', 'created_at', 'updated_at'] as const;
 const RECORD_COLUMNS = ['id', 'title', 'content', 'status', 'created_at', 'updated_at'] as const;
-const COUNT = ['n'] as const;
-const countAll = precompileRows(COUNT, (db, accountId: string) =>
-  // A raw count(*) skips building an expression builder (visible in the benchmark profile).
-  db.selectFrom('documents').select(sql<number>`count(*)`.as('n')).where('account_id', '=', accountId),
-);
-const countByStatus = precompileRows(COUNT, (db, accountId: string, status: DocumentsTable['status']) =>
-  db.selectFrom('documents').select(sql<number>`count(*)`.as('n')).where('account_id', '=', accountId).where('status', '=', status),
-);
-const pageAll = precompileRows(LIST_COLUMNS, (db, accountId: string, limit: number, offset: number) =>
-  db
-    .selectFrom('documents')
-    .select(LIST_COLUMNS)
-    .where('account_id', '=', accountId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(pageLimit(limit))
-    .offset(offset),
-);
-const pageByStatus = precompileRows(LIST_COLUMNS, (db, accountId: string, status: DocumentsTable['status'], limit: number, offset: number) =>
-  db
-    .selectFrom('documents')
-    .select(LIST_COLUMNS)
-    .where('account_id', '=', accountId)
-    .where('status', '=', status)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(pageLimit(limit))
-    .offset(offset),
+const PAGE_COLUMNS = [...LIST_COLUMNS, 'total'] as const;
+const ofAccount = (db: Conn, accountId: string) => db.selectFrom('documents').where('account_id', '=', accountId);
+const ofStatus = (db: Conn, accountId: string, status: DocumentsTable['status']) => ofAccount(db, accountId).where('status', '=', status);
+/** A page of `filtered`, each row carrying the filter's total (totalColumn: the same snapshot, one statement). */
+const newestFirst = (filtered: ReturnType<typeof ofAccount>, limit: number, offset: number) =>
+  filtered.select([...LIST_COLUMNS, totalColumn(filtered)]).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(pageLimit(limit)).offset(offset);
+const pageAll = precompileRows(PAGE_COLUMNS, (db, accountId: string, limit: number, offset: number) => newestFirst(ofAccount(db, accountId), limit, offset));
+const pageByStatus = precompileRows(PAGE_COLUMNS, (db, accountId: string, status: DocumentsTable['status'], limit: number, offset: number) =>
+  newestFirst(ofStatus(db, accountId, status), limit, offset),
 );
 const findOne = precompileRows(RECORD_COLUMNS, (db, accountId: string, id: string) =>
   db.selectFrom('documents').select(RECORD_COLUMNS).where('account_id', '=', accountId).where('id', '=', id),
 );
 
-/** A list item: id, title, status, created_at, updated_at. */
-export type DocumentListRow = [id: string, title: string, status: DocumentsTable['status'], createdAt: number, updatedAt: number];
+/** A list item: id, title, status, created_at, updated_at, then the list's total (PAGE_COLUMNS). */
+export type DocumentListRow = Awaited<ReturnType<typeof pageAll>>[number];
 /** A whole document, as the API shows it (no account_id). */
 export type DocumentRow = Omit<DocumentsTable, 'account_id'>;
 
@@ -57,12 +38,10 @@ const insertOne = precompile(
 export const documentsRepository = {
   async list(db: Conn, accountId: string, f: { status: string; limit: number; offset: number }): Promise<{ rows: DocumentListRow[]; total: number }> {
     const status = f.status as DocumentsTable['status'];
-    const [count, rows] = await Promise.all(
-      f.status === 'all'
-        ? [countAll(db, accountId), pageAll(db, accountId, f.limit, f.offset)]
-        : [countByStatus(db, accountId, status), pageByStatus(db, accountId, status, f.limit, f.offset)],
-    );
-    return { rows, total: Number(count[0]![0]) };
+    const all = f.status === 'all';
+    const rows = await (all ? pageAll(db, accountId, f.limit, f.offset) : pageByStatus(db, accountId, status, f.limit, f.offset));
+    const total = await totalOf(rows[0]?.[5], f.offset, countAlone(all ? ofAccount(db, accountId) : ofStatus(db, accountId, status)));
+    return { rows, total };
   },
   /** `lock`: the read of an update, locked until its transaction ends (locks.ts). */
   async find(db: Conn, accountId: string, id: string, lock = false): Promise<DocumentRow | undefined> {

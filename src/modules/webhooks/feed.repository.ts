@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { pageLimit } from '../../db/pagination.js';
+import { countAlone, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
 
@@ -46,18 +46,15 @@ export const feedRepository = {
     let counted = eventsIn(db, accountId, f);
     if (f.kinds) counted = counted.where('events.kind', 'in', f.kinds);
     const page = feedPageIds(db, accountId, f);
-    const [count, rows] = await Promise.all([
-      counted.select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-      db
-        .selectFrom('events')
-        .select(['id', 'payload'])
-        .where('account_id', '=', accountId)
-        .where('id', 'in', db.selectFrom(page.as('page')).select('page.id'))
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'payload', totalColumn(counted)])
+      .where('account_id', '=', accountId)
+      .where('id', 'in', db.selectFrom(page.as('page')).select('page.id'))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return { rows, total: await totalOf(rows[0]?.total, f.offset, countAlone(counted)) };
   },
 
   find(db: Conn, accountId: string, id: string) {

@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { DB, DeliveriesTable, DeliveryAttemptsTable, DeliveryStatus, WebhooksTable } from '../../db/schema.js';
 import { claimingRead, keySharingRead, lockingRead } from '../../db/locks.js';
-import { newestFirstPage, pageLimit } from '../../db/pagination.js';
+import { countAlone, newestFirstPage, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -272,17 +272,14 @@ export const deliveriesRepository = {
   async list(db: Conn, accountId: string, webhookId: string, f: { status: string; limit: number; offset: number }) {
     let q = db.selectFrom('deliveries').where('account_id', '=', accountId).where('webhook_id', '=', webhookId);
     if (f.status !== 'all') q = q.where('status', '=', f.status as DeliveryStatus);
-    const [count, rows] = await Promise.all([
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      q
-        .select(['id', 'event', 'status', 'next_attempt_at', 'created_at'])
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(pageLimit(f.limit))
-        .offset(f.offset)
-        .execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    const rows = await q
+      .select(['id', 'event', 'status', 'next_attempt_at', 'created_at', totalColumn(q)])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(pageLimit(f.limit))
+      .offset(f.offset)
+      .execute();
+    return { rows, total: await totalOf(rows[0]?.total, f.offset, countAlone(q)) };
   },
   /**
    * The queue as every node sees it, for the metrics endpoint: one statement, each figure read through an index.

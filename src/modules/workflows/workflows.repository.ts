@@ -1,7 +1,7 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { type Kysely, type Transaction } from 'kysely';
 import type { DB, WorkflowRunsTable, WorkflowsTable } from '../../db/schema.js';
 import { lockingRead } from '../../db/locks.js';
-import { newestFirstPage, pageLimit } from '../../db/pagination.js';
+import { countAlone, newestFirstPage, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
 
@@ -74,11 +74,9 @@ export const workflowsRepository = {
   },
   /** One page of a workflow's runs and how many the filter matches (the workflow is assumed to be the account's). */
   async runs(db: Conn, accountId: string, workflowId: string, f: RunsFilter) {
-    const [count, rows] = await Promise.all([
-      runsOf(db, accountId, workflowId, f.conversationId).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow(),
-      runsPageQuery(db, accountId, workflowId, f).execute(),
-    ]);
-    return { rows, total: Number(count.n) };
+    const counted = runsOf(db, accountId, workflowId, f.conversationId);
+    const rows = await runsPageQuery(db, accountId, workflowId, f).select(totalColumn(counted)).execute();
+    return { rows, total: await totalOf(rows[0]?.total, f.offset, countAlone(counted)) };
   },
   /** Workflows of this list that already fired in the conversation. */
   async firedIn(db: Conn, accountId: string, conversationId: string, workflowIds: string[]) {
