@@ -53,7 +53,7 @@ interface Page {
  * The real page from the real server, with its real script loaded by jsdom from /dashboard/app.js. jsdom has no
  * fetch, so the page gets Node's, resolving its same-origin relative URLs against the server.
  */
-async function openDashboard(t: TestApp): Promise<Page> {
+async function openDashboard(t: TestApp, opts: { clockSkewMs?: number } = {}): Promise<Page> {
   const errors: unknown[] = [];
   const virtualConsole = new VirtualConsole();
   virtualConsole.on('jsdomError', (e) => errors.push(e));
@@ -74,6 +74,21 @@ async function openDashboard(t: TestApp): Promise<Page> {
         page.confirmed.push(String(text));
         return page.confirmAnswer;
       };
+      // A browser whose clock is off the server's: the time now (Date.now(), new Date()) is skewed, a given date is read as is.
+      const skew = opts.clockSkewMs ?? 0;
+      if (skew !== 0) {
+        const RealDate = window.Date;
+        class SkewedDate extends RealDate {
+          constructor(...args: unknown[]) {
+            if (args.length === 0) super(RealDate.now() + skew);
+            else super(...(args as [number]));
+          }
+          static override now() {
+            return RealDate.now() + skew;
+          }
+        }
+        window.Date = SkewedDate as DateConstructor;
+      }
     },
   });
   page.window = dom.window;
@@ -425,6 +440,42 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(page.errors, []);
       } finally {
         page.close();
+      }
+    });
+
+    test("recover counts its period back from the server's clock: a browser clock 2 h ahead or 3 h behind asks for the same window", async () => {
+      const HOUR = 3_600_000;
+      for (const skew of [2 * HOUR, -3 * HOUR]) {
+        const own = await t.account();
+        const created = await t.request('POST', '/v1/webhooks', { key: own.key, body: { url: `${rx.url}/skew`, events: ['conversation.started'], secret: 'whsec_dashboard_skew' } });
+        assert.equal(created.status, 201, created.text);
+        const id = created.body.data.id as string;
+        await t.request('PUT', `/v1/webhooks/${id}`, { key: own.key, body: { enabled: false } });
+        assert.equal((await t.request('POST', '/v1/chat/conversations', { key: own.key, body: { customerId: 'missed-skew' } })).status, 201);
+        await t.request('PUT', `/v1/webhooks/${id}`, { key: own.key, body: { enabled: true } });
+        const page = await openDashboard(t, { clockSkewMs: skew });
+        try {
+          assert.ok(Math.abs(page.window.Date.now() - Date.now() - skew) < 1_000, 'the page runs on the skewed clock');
+          await signIn(page, own.key);
+          await until(() => page.$('#webhooks'), 'the webhooks screen');
+          page.window.location.hash = `#/webhooks/${id}`;
+          await until(() => page.$('#recover [data-action=recover]'), 'the recover action');
+          setValue(page.$<HTMLSelectElement>('#recover-period'), String(HOUR));
+          // The test and the server share this machine's clock.
+          const asked = Date.now() - HOUR;
+          click(page.$('#recover [data-action=recover]'), 'recover');
+          await until(() => page.message(), 'the outcome');
+          // With `since` from the browser's clock: 2 h ahead, "since must not be in the future" (400); 3 h behind,
+          // the last 4 hours instead of 1.
+          assert.equal(page.message(), 'Recovered 1 missed event: new deliveries, sent shortly.', `skew ${skew}`);
+          const call = page.requests.filter((r) => r.path === `/v1/webhooks/${id}/recover`).at(-1)!;
+          const body = JSON.parse(call.body!) as { since: string; until?: string };
+          assert.ok(Math.abs(Date.parse(body.since) - asked) < 5_000, `skew ${skew}: ${call.body}`);
+          assert.equal(body.until, undefined, 'until is left to the server');
+          assert.deepEqual(page.errors, []);
+        } finally {
+          page.close();
+        }
       }
     });
 

@@ -80,6 +80,20 @@
 
   const storedKey = () => sessionStorage.getItem(KEY_STORAGE);
 
+  /**
+   * The API's clock minus this browser's, from the Date header of the latest answer. The API refuses a recover
+   * window in the future and counts its own "now" for the rest, so "the last hour" must be an hour of the server's
+   * time: a browser clock ahead would send a `since` in the future (refused), one behind a different window than
+   * chosen. The header is whole seconds, rounded down, so this reads up to a second (plus the answer's trip) early:
+   * a `since` a second earlier than asked, never one in the future.
+   */
+  let serverOffsetMs = 0;
+  const serverNow = () => Date.now() + serverOffsetMs;
+  function noteServerClock(res) {
+    const date = Date.parse(res.headers.get('date') || '');
+    if (Number.isFinite(date)) serverOffsetMs = date - Date.now();
+  }
+
   /** One API call; resolves to the envelope's data, rejects with the envelope's error code and message. */
   async function api(method, path, opts = {}) {
     const key = opts.key ?? storedKey();
@@ -103,6 +117,7 @@
     } catch (err) {
       throw new ApiFailure(0, 'NETWORK', `the service did not answer (${err && err.message ? err.message : err})`);
     }
+    noteServerClock(res);
     let payload = null;
     try {
       payload = await res.json();
@@ -521,7 +536,7 @@
     const select = h('select', { id: 'recover-period' }, RECOVER_PERIODS.map(([ms, label], i) => h('option', { value: ms, selected: i === 1 }, label)));
     const recover = async () => {
       const path = `/webhooks/${encodeURIComponent(w.id)}/recover`;
-      let r = await api('POST', path, { body: { since: new Date(Date.now() - Number(select.value)).toISOString() } });
+      let r = await api('POST', path, { body: { since: new Date(serverNow() - Number(select.value)).toISOString() } });
       let n = r.recovered;
       while (r.next) {
         r = await api('POST', path, { body: { since: r.next, until: r.until } });
