@@ -479,6 +479,113 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('events: newest first 20 a page as the API lists them, filtered by kinds and a local time range; markup shown as text; an event opens as JSON with a link to its conversation', async () => {
+      const own = await t.account();
+      const typed = `hello ${XSS} <script>window.__xss=4</script>`;
+      const started = await t.request('POST', '/v1/chat/conversations', { key: own.key, body: { customerId: 'cus_events', customerLabel: `Eve ${XSS}` } });
+      assert.equal(started.status, 201, started.text);
+      const convId = started.body.data.conversation.id as string;
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${convId}/messages`, { key: own.key, body: { content: typed } })).status, 200);
+      const long = `${'x'.repeat(120)}${'😀'.repeat(20)}`;
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${convId}/messages`, { key: own.key, body: { content: long } })).status, 200);
+      const erased = await t.request('POST', '/v1/chat/conversations', { key: own.key, body: { customerId: 'cus_erased' } });
+      assert.equal((await t.request('DELETE', `/v1/conversations/${erased.body.data.conversation.id}`, { key: own.key })).status, 200);
+      for (let i = 0; i < 10; i++) assert.equal((await t.request('POST', '/v1/chat/conversations', { key: own.key, body: { customerId: `cus_page_${i}` } })).status, 201);
+      const all = (await t.request('GET', '/v1/events?limit=100', { key: own.key })).body.data as { events: { id: string; event: string; data: Record<string, unknown> }[]; total: number };
+      assert.ok(all.total > 20 && all.total < 40, `a second page: ${all.total}`);
+      const ids = all.events.map((e) => e.id);
+
+      // The datetime-local inputs are the browser's zone: one 5 h 30 ahead of UTC, with no daylight saving, shows it.
+      const zone = process.env.TZ;
+      process.env.TZ = 'Asia/Kolkata';
+      const page = await openDashboard(t);
+      try {
+        await signIn(page, own.key);
+        await until(() => page.$('#webhooks'), 'the webhooks screen');
+        click(page.$('[data-nav=events]'), 'events tab');
+        const feedCalls = () => page.requests.filter((r) => r.path === '/v1/events');
+        const lastQuery = () => Object.fromEntries(feedCalls().at(-1)!.query);
+        const rowIds = () => [...page.document.querySelectorAll('#events tbody tr[data-id]')].map((r) => r.getAttribute('data-id'));
+        const pagerText = () => page.$('[data-pager=events] span')?.textContent ?? '';
+        /** The screen drawn from a feed call with exactly `query` (the view is busy from before its call until drawn). */
+        const drawnWith = (query: Record<string, string>) =>
+          until(() => JSON.stringify(lastQuery()) === JSON.stringify(query) && !page.$('#app-view')!.hasAttribute('aria-busy'), `the screen for ${JSON.stringify(query)}`);
+        await until(() => pagerText() === `1–20 of ${all.total}`, 'the first page');
+        assert.equal(page.$('[data-nav=events]')!.classList.contains('active'), true);
+        assert.deepEqual(lastQuery(), { limit: '20', offset: '0' }, 'no filter: no event, from or to');
+        assert.deepEqual(rowIds(), ids.slice(0, 20), 'newest first, as the API orders them');
+        const kinds = [...page.document.querySelectorAll<HTMLInputElement>('#events-filter input[name=kind]')].map((b) => b.value);
+        assert.deepEqual(kinds, [...SUBSCRIBABLE_EVENTS]);
+
+        click(page.$('[data-pager=events] [data-action=next]'), 'next');
+        await until(() => pagerText() === `21–${all.total} of ${all.total}`, 'the second page');
+        assert.deepEqual(lastQuery(), { limit: '20', offset: '20' });
+        assert.deepEqual(rowIds(), ids.slice(20));
+
+        // Kinds: the API's comma list, back to the first page.
+        click(page.$('#events-filter input[value="conversation.message"]'), 'conversation.message');
+        click(page.$('#events-filter input[value="conversation.erased"]'), 'conversation.erased');
+        click(page.$('#events-filter button[type=submit]'), 'show');
+        const filtered = all.events.filter((e) => e.event === 'conversation.message' || e.event === 'conversation.erased').map((e) => e.id);
+        await until(() => pagerText() === `1–${filtered.length} of ${filtered.length}`, 'the filtered list');
+        assert.deepEqual(lastQuery(), { event: 'conversation.message,conversation.erased', limit: '20', offset: '0' });
+        assert.deepEqual(rowIds(), filtered);
+
+        // What the customer typed is text, in the list and in the event's JSON.
+        const mine = all.events.find((e) => e.event === 'conversation.message' && e.data.content === typed)!;
+        const row = page.$(`#events tr[data-id="${mine.id}"]`)!;
+        assert.equal(row.querySelector('td.summary')!.textContent, `customer: ${typed}`);
+        // A long one is cut to 140 characters, between two emoji rather than inside one.
+        const longRow = page.$(`#events tr[data-id="${all.events.find((e) => e.data.content === long)!.id}"] td.summary`)!;
+        assert.equal(longRow.textContent, `customer: ${'x'.repeat(120)}${'😀'.repeat(9)}…`);
+        const gone = all.events.find((e) => e.event === 'conversation.erased')!;
+        assert.equal(page.$(`#events tr[data-id="${gone.id}"] a[data-action=conversation]`), null, 'an erased conversation has no transcript to open');
+        click(row.querySelector('[data-action=detail]'), 'the event');
+        const detail = await until(() => page.$(`#event-detail[data-id="${mine.id}"]`), 'the event detail');
+        const item = (await t.request('GET', `/v1/events/${mine.id}`, { key: own.key })).body.data;
+        assert.equal(detail.querySelector('pre')!.textContent, JSON.stringify(item, null, 2));
+        assert.ok(detail.querySelector('pre')!.textContent!.includes(typed));
+        assert.equal(page.$(`#events tr[data-id="${mine.id}"]`)!.className, 'selected');
+        assert.equal(page.document.querySelectorAll('img, main script').length, 0, 'no element made from what the customer typed');
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        click(detail.querySelector('a[data-action=conversation]'), 'the conversation link');
+        await until(() => page.$(`#transcript[data-id="${convId}"]`), 'the transcript');
+
+        // Back on the feed, the filter is as it was; a time range is read in the browser's zone.
+        click(page.$('[data-nav=events]'), 'events tab');
+        await until(() => page.$('#events-filter'), 'the events screen');
+        assert.deepEqual([...page.document.querySelectorAll<HTMLInputElement>('#events-filter input[name=kind]:checked')].map((b) => b.value), ['conversation.message', 'conversation.erased']);
+        click(page.$('#events-filter [data-action=clear-filter]'), 'clear');
+        await until(() => pagerText() === `1–20 of ${all.total}` && !lastQuery().event, 'every event again');
+        setValue(page.$<HTMLInputElement>('#events-from'), '2020-01-01T10:00');
+        click(page.$('#events-filter button[type=submit]'), 'show');
+        await drawnWith({ from: '2020-01-01T04:30:00.000Z', limit: '20', offset: '0' });
+        assert.equal(pagerText(), `1–20 of ${all.total}`, 'every event is later');
+        assert.equal(page.$<HTMLInputElement>('#events-from')!.value, '2020-01-01T10:00', 'shown as typed');
+        setValue(page.$<HTMLInputElement>('#events-from'), '');
+        setValue(page.$<HTMLInputElement>('#events-to'), '2020-01-01T10:00');
+        click(page.$('#events-filter button[type=submit]'), 'show');
+        await drawnWith({ to: '2020-01-01T04:30:00.000Z', limit: '20', offset: '0' });
+        assert.equal(page.$('#events .empty')!.textContent, 'No events match this filter.');
+
+        // A range the API refuses: its message, and the filter stays to be corrected.
+        setValue(page.$<HTMLInputElement>('#events-from'), '2030-01-01T00:00');
+        click(page.$('#events-filter button[type=submit]'), 'show');
+        await until(() => page.$('#events-refused'), 'the refusal');
+        assert.match(page.message(), /query\.from must be earlier than query\.to.*\(INVALID_REQUEST\)$/);
+        assert.equal(page.$<HTMLInputElement>('#events-from')!.value, '2030-01-01T00:00');
+        assert.equal(page.window.sessionStorage.getItem('parley.dashboard.apiKey'), own.key, 'still signed in');
+        click(page.$('#events-filter [data-action=clear-filter]'), 'clear');
+        await until(() => pagerText() === `1–20 of ${all.total}`, 'every event again');
+        assert.equal(page.message(), '');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+        if (zone === undefined) delete process.env.TZ;
+        else process.env.TZ = zone;
+      }
+    });
+
     test('a list whose last page runs empty moves back to the last page with rows', async () => {
       const own = await t.account();
       for (let i = 0; i < 21; i++) {
@@ -515,6 +622,11 @@ for (const dialect of DIALECTS) {
         page.window.location.hash = '#/knowledge';
         await until(() => page.message().includes('(FORBIDDEN)'), 'the 403 on knowledge');
         assert.match(page.message(), /lacks the (documents|faqs):read scope/);
+        // The event feed is read with the webhooks scope.
+        page.window.location.hash = '#/events';
+        await until(() => page.message().includes('webhooks:read'), 'the 403 on events');
+        assert.equal(page.message(), 'this API key lacks the webhooks:read scope (FORBIDDEN)');
+        assert.ok(page.$('#load-failed'));
         // A key revoked meanwhile: the next call's 401 signs out.
         const keyId = (await t.ctx.services.accounts.listKeys((await t.ctx.services.accounts.authenticate(narrow))!.accountId))[0]!.id;
         await t.ctx.services.accounts.revokeKey(keyId);

@@ -33,6 +33,8 @@
     runs: { workflowId: null, offset: 0 },
     webhooks: { offset: 0 },
     deliveries: { webhookId: null, status: 'all', offset: 0 },
+    // `from` and `to` as the datetime-local inputs hold them (the browser's zone), '' for an open side.
+    events: { kinds: [], from: '', to: '', offset: 0 },
     conversations: { status: 'all', offset: 0 },
     documents: { status: 'all', offset: 0 },
     faqs: { status: 'all', offset: 0 },
@@ -209,14 +211,17 @@
     const r = route();
     for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === r.section);
     view.setAttribute('aria-busy', 'true');
+    /** Answers whether `el` was drawn: not when a later render has started meanwhile. */
     const mount = (el) => {
-      if (seq !== renderSeq) return;
+      if (seq !== renderSeq) return false;
       view.replaceChildren(el);
       view.removeAttribute('aria-busy');
+      return true;
     };
     try {
       if (r.section === 'webhooks' && r.id) await webhookView(mount, r.id, r.sub === 'deliveries' ? r.subId : undefined);
       else if (r.section === 'webhooks') await webhooksView(mount);
+      else if (r.section === 'events') await eventsView(mount, r.id);
       else if (r.section === 'conversations' && r.id) await transcriptView(mount, r.id);
       else if (r.section === 'conversations') await conversationsView(mount);
       else if (r.section === 'knowledge' && (r.id === 'faqs' || r.id === 'documents') && r.sub) await editorView(mount, r.id, r.sub);
@@ -602,6 +607,161 @@
         delivery ? deliveryDetail(w.id, delivery) : null,
       ),
     );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Events (the feed)
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * A datetime-local value ("2026-11-25T09:30", the browser's zone, no offset) as the UTC instant the API takes:
+   * ECMAScript reads a date-time without an offset as local time. A value it cannot read goes to the API as typed,
+   * whose message names the field. The browser's clock plays no part: only its zone.
+   */
+  function localToIso(value) {
+    if (!value) return undefined;
+    const d = new Date(value);
+    return Number.isNaN(d.getTime()) ? value : d.toISOString();
+  }
+
+  /** The feed's query for the screen's filters: the kinds as the API's comma list (none: every kind), open sides left out. */
+  function eventsQuery(f) {
+    return { event: f.kinds.length ? f.kinds.join(',') : undefined, from: localToIso(f.from), to: localToIso(f.to) };
+  }
+
+  /** At most `n` characters (code points, so an emoji is never cut in half), with … when cut. */
+  function clip(text, n) {
+    const chars = Array.from(String(text));
+    return chars.length > n ? `${chars.slice(0, n - 1).join('')}…` : chars.join('');
+  }
+
+  /** One line per kind for the list; every value is text that came from a customer or the API, set as text by h(). */
+  const EVENT_SUMMARIES = {
+    'conversation.started': (d) => `${d.customerLabel || d.customerId} started a conversation`,
+    'conversation.message': (d) => `${d.role}: ${d.content}`,
+    'conversation.ended': (d) => `ended ${d.status}, ${count(d.messageCount, 'message')}`,
+    'conversation.erased': (d) => `conversation of ${d.customerId} erased`,
+    escalation: (d) => `escalated (${d.reason}): ${d.lastMessage}`,
+    'escalation.submitted': (d) => `contact form from ${d.name || d.customerEmail || d.customerId}${d.message ? `: ${d.message}` : ''}`,
+    'workflow.triggered': (d) => `${d.workflowSlug}: ${Object.entries(d.extracted || {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || 'no fields'}`,
+    'rundown.generated': (d) => `${d.trigger} rundown: ${count(d.conversations, 'conversation')}, ${count(d.unansweredQuestions, 'question')} without an answer`,
+  };
+  const eventSummary = (e) => clip(EVENT_SUMMARIES[e.event] ? EVENT_SUMMARIES[e.event](e.data || {}) : '', 140);
+
+  /**
+   * Where an event leads in the dashboard: its conversation (not once erased: the transcript is gone), its workflow,
+   * its rundown.
+   */
+  function eventLinks(e) {
+    const d = e.data || {};
+    const links = [];
+    if (typeof d.conversationId === 'string') {
+      links.push(
+        e.event === 'conversation.erased'
+          ? h('span', { class: 'muted' }, 'conversation erased')
+          : h('a', { href: `#/conversations/${encodeURIComponent(d.conversationId)}`, 'data-action': 'conversation' }, 'Conversation'),
+      );
+    }
+    if (typeof d.workflowId === 'string') links.push(h('a', { href: `#/workflows/${encodeURIComponent(d.workflowId)}`, 'data-action': 'workflow' }, 'Workflow'));
+    if (typeof d.rundownId === 'string') links.push(h('a', { href: `#/rundowns/${encodeURIComponent(d.rundownId)}`, 'data-action': 'rundown' }, 'Rundown'));
+    if (links.length === 0) return '—';
+    return h('span', { class: 'links' }, links.flatMap((l, i) => (i === 0 ? [l] : [' · ', l])));
+  }
+
+  /** Kinds (none ticked: every kind) and a time range in the browser's zone; applied together by Show. */
+  function eventsFilter(s) {
+    const boxes = EVENT_KINDS.map((kind) =>
+      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'kind', value: kind, checked: s.kinds.includes(kind) }), ` ${kind}`),
+    );
+    const from = h('input', { id: 'events-from', name: 'from', type: 'datetime-local', value: s.from || null });
+    const to = h('input', { id: 'events-to', name: 'to', type: 'datetime-local', value: s.to || null });
+    const apply = (next) => {
+      Object.assign(s, next, { offset: 0 });
+      clearMessage();
+      go('#/events');
+    };
+    const form = h(
+      'form',
+      { id: 'events-filter', class: 'card', novalidate: true },
+      h('fieldset', {}, h('legend', {}, 'Kinds (none ticked: every kind)'), boxes),
+      h('div', { class: 'row' }, h('label', { for: from.id }, 'From (included)'), from, h('label', { for: to.id }, 'To (not included)'), to, h('span', { class: 'muted' }, 'your local time; empty: no bound')),
+      h(
+        'div',
+        { class: 'row' },
+        h('button', { type: 'submit' }, 'Show'),
+        h('button', { type: 'button', class: 'secondary', 'data-action': 'clear-filter', onclick: () => apply({ kinds: [], from: '', to: '' }) }, 'Clear filter'),
+        h('button', { type: 'button', class: 'secondary', 'data-action': 'refresh', onclick: () => render() }, 'Refresh'),
+      ),
+    );
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const kinds = boxes.map((l) => l.querySelector('input')).filter((b) => b.checked).map((b) => b.value);
+      apply({ kinds, from: from.value, to: to.value });
+    });
+    return form;
+  }
+
+  function eventDetail(e) {
+    return h(
+      'section',
+      { id: 'event-detail', class: 'card', 'data-id': e.id },
+      h('h3', {}, `Event ${e.id}`),
+      details([
+        ['Event', e.event],
+        ['Time', fmtTime(e.timestamp)],
+        ['Leads to', eventLinks(e)],
+      ]),
+      h('div', { class: 'row' }, h('a', { class: 'button-link secondary', href: '#/events' }, 'Close')),
+      h('h4', {}, 'As the feed gives it (a webhook delivery of it sends the same without the id)'),
+      h('pre', { class: 'body' }, JSON.stringify(e, null, 2)),
+    );
+  }
+
+  /**
+   * The account's events (`GET /v1/events`, scope webhooks:read), newest first, as its webhooks are sent them,
+   * whether or not one subscribes. A filter the API refuses (a `from` not before `to`) keeps the filter on screen
+   * with the API's message, so it can be corrected; a 401 or 403 fails the screen as everywhere else.
+   */
+  async function eventsView(mount, eventId) {
+    const s = state.events;
+    let refused = null;
+    const refusedFilter = (err) => {
+      if (!(err instanceof ApiFailure) || err.status !== 400) throw err;
+      refused = err;
+      return null;
+    };
+    const [page, event] = await Promise.all([
+      listPage('/events', s, eventsQuery(s)).catch(refusedFilter),
+      eventId ? api('GET', `/events/${encodeURIComponent(eventId)}`) : null,
+    ]);
+    const rows = page
+      ? page.events.map((e) =>
+          h(
+            'tr',
+            { 'data-id': e.id, class: e.id === eventId ? 'selected' : null },
+            h('td', {}, h('a', { href: `#/events/${encodeURIComponent(e.id)}`, 'data-action': 'detail' }, fmtTime(e.timestamp))),
+            h('td', {}, e.event),
+            h('td', { class: 'summary' }, eventSummary(e)),
+            h('td', {}, eventLinks(e)),
+          ),
+        )
+      : [];
+    const drawn = mount(
+      h(
+        'div',
+        { id: 'events' },
+        h('h2', {}, 'Events'),
+        h('p', { class: 'muted' }, 'Every event of the account, newest first, as webhooks are sent it (whether or not one subscribes), kept for DELIVERY_RETENTION. Test sends are not events.'),
+        eventsFilter(s),
+        page
+          ? table(['Time', 'Event', 'Summary', 'Leads to'], rows, s.kinds.length || s.from || s.to ? 'No events match this filter.' : 'No events yet.')
+          : h('p', { class: 'muted empty', id: 'events-refused' }, 'The API refused this filter (the message above says why): change it and Show again.'),
+        page ? pager(page, s, 'events') : null,
+        event ? eventDetail(event) : null,
+      ),
+    );
+    // Only for the filter on screen: a refusal of one since replaced would describe the wrong filter.
+    if (drawn && refused) handleFailure(refused);
   }
 
   // ---------------------------------------------------------------------------------------------
