@@ -4,6 +4,8 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { createContext } from '../context.js';
 import { BackupError, backupSqlite } from '../db/backup.js';
+import { CopyError } from '../db/copy.js';
+import { copyCommand } from './copy.js';
 import { sqliteFileOf } from '../db/database.js';
 import type { ProcessClock } from '../db/server-clock.js';
 import { openClock, openMigrated } from './database.js';
@@ -28,6 +30,9 @@ Usage:
                                       has, by title or question, is skipped)
   parley backup --to FILE             copy the SQLite database, while it serves, to a new file
                                       (PostgreSQL: use pg_dump)
+  parley copy --from URL              copy every row of the database at URL into DATABASE_URL,
+                                      which must be empty (SQLite to PostgreSQL when one machine
+                                      is not enough, or back); stop the nodes writing to URL first
   parley accounts create --name NAME --plan free|pro|business|enterprise
                          [--rate-limit-minute N --rate-limit-day N]
   parley accounts list
@@ -93,6 +98,7 @@ const USAGE: Record<string, { options: readonly string[]; args?: number }> = {
   init: { options: ['name', 'plan', 'force', 'rate-limit-minute', 'rate-limit-day'] },
   demo: { options: ['account'] },
   backup: { options: ['to'] },
+  copy: { options: ['from'] },
   'accounts create': { options: ['name', 'plan', 'rate-limit-minute', 'rate-limit-day'] },
   'accounts list': { options: [] },
   'accounts update': { options: ['name', 'plan', 'rate-limit-minute', 'rate-limit-day'], args: 1 },
@@ -162,6 +168,7 @@ export async function main(argv: string[]): Promise<number> {
       signature: { type: 'string' },
       'body-file': { type: 'string' },
       to: { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const json = values.json ?? false;
@@ -290,6 +297,8 @@ export async function main(argv: string[]): Promise<number> {
       out(copied, `Backed up ${file} to ${copied.path} (${copied.bytes} bytes, ${copied.durationMs} ms).`);
       return 0;
     }
+    case 'copy':
+      return copyCommand(config, values.from, out);
     case 'accounts':
       if ((sub === 'update' || sub === 'delete') && !arg) throw new UsageError(`usage: parley accounts ${sub} ACCOUNT_ID …; see parley --help`);
       if (sub === 'update' && [values.name, values.plan, values['rate-limit-minute'], values['rate-limit-day']].every((v) => v === undefined)) {
@@ -378,7 +387,7 @@ export async function run(argv: string[]) {
     process.exitCode = await main(argv);
   } catch (err) {
     const startup = (err as Error).name === 'StartupError';
-    const known = err instanceof AccountsError || err instanceof UsageError || err instanceof BackupError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const known = err instanceof AccountsError || err instanceof UsageError || err instanceof BackupError || err instanceof CopyError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const message = known || startup ? (err as Error).message : `unexpected error: ${(err as Error).message}`;
     if (json) process.stdout.write(`${JSON.stringify({ error: message, ...(err instanceof UsageError ? err.details : {}) })}\n`);
     process.stderr.write(`parley: ${message}\n`);
