@@ -11,8 +11,11 @@ export type WebhookHeaders = { get(name: string): string | null } | Record<strin
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 export interface VerifyWebhookInput {
-  /** The secret the webhook was registered with, as given (its UTF-8 bytes are the HMAC key). */
-  secret: string;
+  /**
+   * The secret the webhook was registered with, as given (its UTF-8 bytes are the HMAC key); while its secret is being
+   * changed, the list of secrets accepted (the new one and the old one: docs/webhooks.md "Rotating a secret").
+   */
+  secret: string | readonly string[];
   rawBody: RawBody;
   headers: WebhookHeaders;
   /** How far `webhook-timestamp` may be from now, either way. Default 300 s. */
@@ -58,6 +61,39 @@ export const standardSignature = (id: string, timestamp: number | string, secret
   `v1,${hmac(secret).update(`${id}.${timestamp}.`, 'utf8').update(bytes(body)).digest('base64')}`;
 
 /**
+ * The secrets a verification accepts, from its `secret` input: one string or a non-empty list of them, none empty.
+ * Anything else throws, as an empty secret would make a key anybody can sign with.
+ */
+export function acceptedSecrets(secret: unknown, caller: string): readonly string[] {
+  const list: readonly unknown[] = Array.isArray(secret) ? secret : [secret];
+  if (list.length === 0 || !list.every((k) => typeof k === 'string' && k !== '')) {
+    throw new TypeError(`${caller}: secret is required (a string, or a non-empty list of strings while rotating)`);
+  }
+  return list as readonly string[];
+}
+
+/**
+ * Whether one of the space-separated `v1,` signatures of a `webhook-signature` header was made with one of the secrets.
+ * Every pair is compared (no early exit): several signatures are sent while a secret is being rotated.
+ */
+export function anyStandardSignature(header: string, id: string, timestamp: string, secrets: readonly string[], body: RawBody): boolean {
+  const candidates = header.split(' ').filter((c) => c !== '');
+  let match = false;
+  for (const secret of secrets) {
+    const expected = standardSignature(id, timestamp, secret, body);
+    for (const candidate of candidates) if (safeEqual(candidate, expected)) match = true;
+  }
+  return match;
+}
+
+/** Whether an `X-Service-Signature` value was made with one of the secrets (each compared, no early exit). */
+export function anyServiceSignature(value: string, secrets: readonly string[], body: RawBody): boolean {
+  let match = false;
+  for (const secret of secrets) if (safeEqual(value.trim(), serviceSignature(secret, body))) match = true;
+  return match;
+}
+
+/**
  * The replay window of a verification (here and in the server's verifyDelivery): the tolerance, and whether a
  * `webhook-timestamp` in Unix seconds falls within it of now. A tolerance or a "now" that is not a number throws:
  * NaN compares false with everything, so `Number(process.env.X)` of a missing variable or an invalid Date would
@@ -78,10 +114,14 @@ export function replayWindow(input: { toleranceSeconds?: number | undefined; now
  * The Standard Webhooks headers are required: their signature covers the delivery id and the timestamp, so a
  * delivery captured and sent again later is refused (X-Service-Signature alone signs only the body, and a replay
  * of it would pass). X-Service-Signature, which every delivery carries too, must match when present.
+ *
+ * With several secrets, each signature must match one of them, not necessarily the same one: a delivery made before
+ * a rotation and retried after it carries the old secret's X-Service-Signature (frozen with the delivery) and, among
+ * its Standard Webhooks signatures, the new secret's.
  */
 export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
-  const { secret, rawBody, headers } = input;
-  if (typeof secret !== 'string' || secret === '') throw new TypeError('verifyWebhook: secret is required');
+  const { rawBody, headers } = input;
+  const secrets = acceptedSecrets(input.secret, 'verifyWebhook');
   const body = bytes(rawBody);
   const window = replayWindow(input, 'verifyWebhook');
 
@@ -95,12 +135,9 @@ export function verifyWebhook(input: VerifyWebhookInput): WebhookEvent {
   if (!window.admits(Number(timestamp))) {
     throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${window.tolerance} s from now`);
   }
-  const expected = standardSignature(id, timestamp, secret, body);
-  let match = false;
-  // Every candidate is compared (no early exit): several are sent while a secret is being rotated.
-  for (const candidate of signatures.split(' ')) if (candidate && safeEqual(candidate, expected)) match = true;
+  let match = anyStandardSignature(signatures, id, timestamp, secrets, body);
   const service = readHeader(headers, 'x-service-signature');
-  if (service !== undefined && !safeEqual(service.trim(), serviceSignature(secret, body))) match = false;
+  if (service !== undefined && !anyServiceSignature(service, secrets, body)) match = false;
   if (!match) throw new WebhookVerificationError('invalid_signature', 'the signature does not match this body and secret');
 
   let event: unknown;

@@ -3,7 +3,7 @@ import { before, describe, test } from 'node:test';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { Parley, verifyWebhook, WebhookVerificationError, type WebhookEvent } from '../../src/client/index.js';
-import { standardSignature } from '../../src/client/webhooks.js';
+import { serviceSignature, standardSignature } from '../../src/client/webhooks.js';
 import { EVENT_PAYLOADS } from '../../src/modules/webhooks/payloads.schemas.js';
 import { SUBSCRIBABLE_EVENTS } from '../../src/modules/webhooks/events.js';
 import { useTestApp } from '../helpers/app.js';
@@ -159,5 +159,27 @@ describe('verifyWebhook options', () => {
     }
     assert.throws(() => verifyWebhook({ secret: SECRET, rawBody: body, headers, now: new Date('not a date') }), TypeError);
     assert.throws(() => verifyWebhook({ secret: SECRET, rawBody: body, headers, now: Number.NaN }), TypeError);
+  });
+
+  test('while a secret is rotated, a list of secrets: each signature must match one of them', () => {
+    const [oldS, newS] = ['rotation-old-1', 'rotation-new-2'];
+    const id = 'dlv_rot';
+    const now = Date.now();
+    const ts = Math.floor(now / 1000);
+    const body = '{"event":"test","data":{}}';
+    // A delivery made with the old secret and retried after the change: its X-Service-Signature stays the old one's,
+    // its webhook-signature carries both.
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(ts),
+      'webhook-signature': `${standardSignature(id, ts, oldS, body)} ${standardSignature(id, ts, newS, body)}`,
+      'x-service-signature': serviceSignature(oldS, body),
+    };
+    assert.equal(verifyWebhook({ secret: [newS, oldS], rawBody: body, headers, now }).event, 'test');
+    assert.equal(verifyWebhook({ secret: oldS, rawBody: body, headers, now }).event, 'test');
+    assert.equal(refusal(() => verifyWebhook({ secret: newS, rawBody: body, headers, now })), 'invalid_signature');
+    const forged = { ...headers, 'webhook-signature': standardSignature(id, ts, 'forger-secret', body) };
+    assert.equal(refusal(() => verifyWebhook({ secret: [newS, oldS], rawBody: body, headers: forged, now })), 'invalid_signature');
+    for (const secret of [[], [newS, ''], ''] as const) assert.throws(() => verifyWebhook({ secret, rawBody: body, headers, now }), TypeError);
   });
 });

@@ -12,7 +12,16 @@
  */
 // The primitives are the client library's (it may not load server code; the server may load it), so sender and
 // receiver cannot drift apart.
-import { readHeader as header, replayWindow, safeEqual, serviceSignature, standardSignature, type WebhookHeaders } from '../../client/webhooks.js';
+import {
+  acceptedSecrets,
+  anyServiceSignature,
+  anyStandardSignature,
+  readHeader as header,
+  replayWindow,
+  serviceSignature,
+  standardSignature,
+  type WebhookHeaders,
+} from '../../client/webhooks.js';
 
 export type Body = string | Buffer | Uint8Array;
 
@@ -108,18 +117,21 @@ export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailureReas
  *  - When `webhook-signature` is present, `webhook-id` and `webhook-timestamp` must be too, the
  *    timestamp must be within `toleranceSeconds` (default 300) of `now` (replay protection), and one
  *    of the space-separated `v1,` signatures must match.
+ * `secret` may be a list while a rotation is under way: each signature must then match one of them (a delivery made
+ * before the change and retried after carries the old secret's `X-Service-Signature` and the new one's `v1,`).
  */
 export function verifyDelivery(input: {
-  secret: string;
+  secret: string | readonly string[];
   body: Body;
   headers: HeaderSource;
   toleranceSeconds?: number;
   now?: Date | number;
 }): VerifyResult {
-  const { secret, body, headers } = input;
+  const { body, headers } = input;
+  const secrets = acceptedSecrets(input.secret, 'verifyDelivery');
   const given = header(headers, SIGNATURE_HEADER);
   if (!given) return { ok: false, reason: 'missing_signature' };
-  if (!safeEqual(given.trim(), signBody(secret, body))) return { ok: false, reason: 'invalid_signature' };
+  if (!anyServiceSignature(given, secrets, body)) return { ok: false, reason: 'invalid_signature' };
 
   const stdSig = header(headers, 'webhook-signature');
   if (stdSig === undefined) return { ok: true };
@@ -129,10 +141,5 @@ export function verifyDelivery(input: {
   if (!id || !ts) return { ok: false, reason: 'missing_webhook_headers' };
   if (!/^\d{1,12}$/.test(ts.trim())) return { ok: false, reason: 'invalid_timestamp' };
   if (!replayWindow(input, 'verifyDelivery').admits(Number(ts.trim()))) return { ok: false, reason: 'timestamp_out_of_tolerance' };
-  const expected = standardWebhookSignature(id, secret, body, ts.trim());
-  let match = false;
-  for (const candidate of stdSig.split(' ')) {
-    if (candidate && safeEqual(candidate, expected)) match = true; // no early exit
-  }
-  return match ? { ok: true } : { ok: false, reason: 'invalid_webhook_signature' };
+  return anyStandardSignature(stdSig, id, ts.trim(), secrets, body) ? { ok: true } : { ok: false, reason: 'invalid_webhook_signature' };
 }

@@ -172,6 +172,26 @@ test('verifyDelivery rejects tampering, missing headers and replays', () => {
   assert.deepEqual(verifyDelivery({ secret, body, headers: multi, now }), { ok: true });
 });
 
+test('verifyDelivery with a list of secrets: each signature must match one of them, not necessarily the same', () => {
+  const [oldS, newS] = ['old-secret-1', 'new-secret-2'];
+  const body = '{"event":"test","data":{}}';
+  const now = 1_700_000_000_000;
+  // A delivery made with the old secret and retried after the change: X-Service-Signature the old one's.
+  const retried = {
+    ...buildDeliveryHeaders({ deliveryId: 'dlv_v', event: 'test', secret: oldS, body, now }),
+    'webhook-signature': ['old', 'new'].map((w) => standardWebhookHeaders('dlv_v', w === 'old' ? oldS : newS, body, now / 1000)['webhook-signature']).join(' '),
+  };
+  assert.deepEqual(verifyDelivery({ secret: [newS, oldS], body, headers: retried, now }), { ok: true });
+  assert.deepEqual(verifyDelivery({ secret: newS, body, headers: retried, now }), { ok: false, reason: 'invalid_signature' });
+  assert.deepEqual(verifyDelivery({ secret: oldS, body, headers: retried, now }), { ok: true });
+  // Each must match: a right body signature with a forged webhook-signature is refused.
+  const forged = { ...retried, 'webhook-signature': standardWebhookHeaders('dlv_v', 'forger-secret', body, now / 1000)['webhook-signature'] };
+  assert.deepEqual(verifyDelivery({ secret: [newS, oldS], body, headers: forged, now }), { ok: false, reason: 'invalid_webhook_signature' });
+  // No secret is no key: refused rather than an HMAC with an empty one.
+  assert.throws(() => verifyDelivery({ secret: [], body, headers: retried, now }), TypeError);
+  assert.throws(() => verifyDelivery({ secret: [newS, ''], body, headers: retried, now }), TypeError);
+});
+
 test('property: signatures agree with the independent libraries for arbitrary secrets and bodies', async () => {
   await fc.assert(
     fc.asyncProperty(
