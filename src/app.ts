@@ -114,12 +114,14 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
 function deliveryOperations() {
   const header = (description: string) => ({ required: true, schema: { type: 'string' }, description });
   const parameters = Object.entries({
-    [SIGNATURE_HEADER]: 'sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the UTF-8 bytes of the secret>',
+    [SIGNATURE_HEADER]:
+      'sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the UTF-8 bytes of the secret the delivery was made with>: one value, the same on every attempt (after a secret change, retries of earlier deliveries still carry the old secret\'s)',
     [EVENT_HEADER]: 'the event kind, as in the body',
     [DELIVERY_ID_HEADER]: 'the delivery id, the same on every attempt: deduplicate on it',
     'webhook-id': 'Standard Webhooks: the delivery id',
     'webhook-timestamp': 'Standard Webhooks: Unix seconds of this attempt',
-    'webhook-signature': 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">',
+    'webhook-signature':
+      'Standard Webhooks: one or more space-separated v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">, one per secret the receiver may hold: the secret the delivery was made with, the webhook\'s current one when it differs, and for WEBHOOK_SECRET_OVERLAP (24 h by default) after a secret change the one it replaced. Accept the request if any matches',
   }).map(([name, description]) => ({ name, in: 'header', ...header(description) }));
   return Object.fromEntries(
     Object.entries(EVENT_PAYLOADS).map(([kind, schema]) => [

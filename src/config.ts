@@ -20,6 +20,11 @@ export interface Config {
   /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
   trustProxy: boolean | number | string[];
   webhookRetryDelaysMs: number[];
+  /**
+   * After a webhook's secret changes, how long its deliveries still carry a Standard Webhooks signature made with the
+   * previous secret too (0: not at all), so a receiver may switch to the new secret at any moment within it.
+   */
+  webhookSecretOverlapMs: number;
   webhookTimeoutMs: number;
   webhookAllowPrivateUrls: boolean;
   /** How many webhooks (enabled or not) one account may have: each event writes a delivery per subscribed webhook. */
@@ -220,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicKeyRatePerClient: int('PUBLIC_KEY_RATE_PER_CLIENT', 0, 0, 1_000_000),
     trustProxy,
     webhookRetryDelaysMs,
+    webhookSecretOverlapMs: duration('WEBHOOK_SECRET_OVERLAP', '24h', { allowZero: true }),
     webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '30s', { timer: true }),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     webhookMaxPerAccount: int('WEBHOOK_MAX_PER_ACCOUNT', 20, 1, 1000),

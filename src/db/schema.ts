@@ -120,6 +120,13 @@ export interface WebhooksTable {
   events: string;
   /** Kept in clear: it keys the HMAC of every delivery. Never returned by the API. */
   secret: string;
+  /**
+   * The secret before the last change, while WEBHOOK_SECRET_OVERLAP since `secret_changed_at` lasts (the worker's
+   * sweep clears it after): attempts are signed with it too (Standard Webhooks only). Never returned by the API.
+   */
+  previous_secret: string | null;
+  /** When `secret` last changed (Unix ms); null if never since creation. */
+  secret_changed_at: number | null;
   enabled: number;
   disabled_reason: string | null;
   created_at: number;

@@ -13,6 +13,7 @@ import * as m0011 from './0011_rundown_quotes.js';
 import * as m0012 from './0012_workflow_runs_list.js';
 import * as m0013 from './0013_events_feed.js';
 import * as m0014 from './0014_deliveries_event_webhook.js';
+import * as m0015 from './0015_webhook_secret_rotation.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -30,6 +31,7 @@ export const migrations: Record<string, Migration> = {
   '0012_workflow_runs_list': m0012,
   '0013_events_feed': m0013,
   '0014_deliveries_event_webhook': m0014,
+  '0015_webhook_secret_rotation': m0015,
 };
 
 export const migrationProvider: MigrationProvider = {

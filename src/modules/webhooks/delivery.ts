@@ -46,15 +46,53 @@ const webhookEnabled = sql<boolean>`exists (select 1 from webhooks w where w.id 
 export type ClaimedDelivery = Pick<
   DeliveriesTable,
   'id' | 'account_id' | 'webhook_id' | 'event' | 'event_id' | 'url' | 'secret' | 'body' | 'attempt_count' | 'auto_attempts'
->;
+> & {
+  /** The webhook's secret now (null: the webhook is gone), which may differ from the one the delivery froze. */
+  webhook_secret: string | null;
+  /** The secret the webhook had before its last change, while WEBHOOK_SECRET_OVERLAP since that change lasts. */
+  webhook_previous_secret: string | null;
+};
 
 const CLAIMED_COLUMNS = ['id', 'account_id', 'webhook_id', 'event', 'event_id', 'url', 'secret', 'body', 'attempt_count', 'auto_attempts'] as const;
+
+/**
+ * The columns a claim (or a request's lease) returns: the delivery's own, and the secrets a receiver may hold besides
+ * the frozen one, read from the webhook by the same statement (a primary-key probe each), so an attempt costs no extra
+ * round trip and every worker signs from what is stored. The previous secret's window is checked here, not left to
+ * the sweep that clears it.
+ */
+function claimedColumns(now: number, overlapMs: number) {
+  return [
+    ...CLAIMED_COLUMNS,
+    sql<string | null>`(select w.secret from webhooks w where w.id = deliveries.webhook_id)`.as('webhook_secret'),
+    sql<string | null>`(select w.previous_secret from webhooks w where w.id = deliveries.webhook_id and w.secret_changed_at > ${now - overlapMs})`.as(
+      'webhook_previous_secret',
+    ),
+  ] as const;
+}
+
+/**
+ * The headers of one attempt. `X-Service-Signature` is the frozen secret's alone (the seed's scheme has one value, the
+ * same on every attempt); `webhook-signature` carries a signature for every secret the receiver may be holding: the
+ * frozen one, the webhook's current one (a delivery made before a rotation, retried after it) and, during the overlap,
+ * the one it replaced (a receiver that has not switched yet).
+ */
+const attemptHeaders = (d: ClaimedDelivery, at: number) =>
+  buildDeliveryHeaders({
+    deliveryId: d.id,
+    event: d.event,
+    eventId: d.event_id,
+    secret: d.secret,
+    alsoSignWith: [d.webhook_secret, d.webhook_previous_secret],
+    body: d.body,
+    now: at,
+  });
 
 export interface DeliveryEngineOptions {
   db: Kysely<DB>;
   dialect: DialectName;
   clock: Clock;
-  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetryDelaysMs'>;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetryDelaysMs' | 'webhookSecretOverlapMs'>;
   sender: WebhookSender & { close?(): Promise<void> };
   /** Identifies this process in leases and attempt records. */
   ownerId?: string;
@@ -178,7 +216,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .updateTable('deliveries')
       .set({ lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
       .where('id', 'in', due)
-      .returning([...CLAIMED_COLUMNS])
+      .returning(claimedColumns(now, config.webhookSecretOverlapMs))
       .execute();
   }
 
@@ -196,7 +234,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
    */
   async function attempt(d: ClaimedDelivery, kind: AttemptKind, leaseOwner: string): Promise<SendResult> {
     const startedAt = clock.now();
-    const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, eventId: d.event_id, secret: d.secret, body: d.body, now: startedAt });
+    const headers = attemptHeaders(d, startedAt);
     const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
     await record(d, kind, leaseOwner, startedAt, res);
     return res;
@@ -481,7 +519,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     const p = (async () => {
       if (!(await ready)) return;
       const at = clock.now();
-      const headers = buildDeliveryHeaders({ deliveryId: d.id, event: d.event, eventId: d.event_id, secret: d.secret, body: d.body, now: at });
+      const headers = attemptHeaders(d, at);
       const res = await sender.send({ url: d.url, headers: { ...headers }, body: d.body, timeoutMs });
       const r = record(d, 'auto', owner, at, res)
         .catch((err: unknown) => opts.log?.error({ err, deliveryId: d.id }, 'webhook attempt failed to record'))
@@ -668,6 +706,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where('id', 'in', sweepable(sql<boolean>`lease_owner is not null and lease_expires_at < ${now}`))
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) > 0) wake?.();
+    // Rotated secrets whose overlap is over are no longer signed with (the claim checks the window itself): not kept
+    // longer than they serve.
+    await webhooksRepository.forgetPreviousSecrets(db, now - config.webhookSecretOverlapMs);
   }
 
   // ----------------------------------------------------------------------------------------- public
@@ -745,7 +786,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
         .set({ lease_owner: leaseOwner, lease_expires_at: now + leaseMs })
         .where('id', '=', deliveryId)
         .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_expires_at', '<', now)]))
-        .returning([...CLAIMED_COLUMNS])
+        .returning(claimedColumns(now, config.webhookSecretOverlapMs))
         .executeTakeFirst();
       return d ? { d, leaseOwner } : null;
     },

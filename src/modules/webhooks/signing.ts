@@ -2,10 +2,12 @@
  * Webhook signing (sender side) and verification (receiver side).
  *
  * Every delivery carries two independent signatures over the exact body bytes:
- *  - `X-Service-Signature: sha256=<lowercase hex HMAC-SHA256(secret, body)>` (the seed's scheme, GitHub-style);
+ *  - `X-Service-Signature: sha256=<lowercase hex HMAC-SHA256(secret, body)>` (the seed's scheme, GitHub-style), with
+ *    the secret the delivery was made with;
  *  - Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256(secret,
  *    "{id}.{timestamp}.{body}")>`; the key is the UTF-8 bytes of the secret. The timestamp lets receivers
- *    reject replays.
+ *    reject replays. During a secret rotation it holds several space-separated signatures, one per secret the
+ *    receiver may hold (the scheme's way: a verifier accepts the request if any matches).
  *
  * `verifyDelivery` is the receiver helper the README shows. It depends on node:crypto only (through the client
  * library's webhook primitives, which load nothing else).
@@ -42,17 +44,23 @@ export type StandardWebhookHeaders = {
   'webhook-signature': string;
 };
 
+/**
+ * The Standard Webhooks headers, signed with each of `secrets` (a list: one `v1,` signature per distinct secret, in
+ * the order given, separated by spaces).
+ */
 export function standardWebhookHeaders(
   deliveryId: string,
-  secret: string,
+  secrets: string | readonly string[],
   body: Body,
   timestampSeconds: number,
 ): StandardWebhookHeaders {
   const ts = Math.floor(timestampSeconds);
+  const keys = [...new Set(typeof secrets === 'string' ? [secrets] : secrets)];
+  if (keys.length === 0) throw new TypeError('standardWebhookHeaders: at least one secret is required');
   return {
     'webhook-id': deliveryId,
     'webhook-timestamp': String(ts),
-    'webhook-signature': standardWebhookSignature(deliveryId, secret, body, ts),
+    'webhook-signature': keys.map((k) => standardWebhookSignature(deliveryId, k, body, ts)).join(' '),
   };
 }
 
@@ -79,7 +87,13 @@ export function buildDeliveryHeaders(input: {
   event: string;
   /** The event's id; null for a test send. */
   eventId?: string | null;
+  /** The delivery's own (frozen) secret: `X-Service-Signature`, and the first `webhook-signature`. */
   secret: string;
+  /**
+   * Secrets `webhook-signature` also signs with, after the delivery's own (null, empty and repeated ones skipped): those
+   * a receiver may hold while the webhook's secret is being rotated.
+   */
+  alsoSignWith?: ReadonlyArray<string | null | undefined>;
   body: Body;
   now?: Date | number;
 }): DeliveryHeaders {
@@ -90,8 +104,13 @@ export function buildDeliveryHeaders(input: {
     'X-Service-Event': input.event,
     'X-Service-Delivery-Id': input.deliveryId,
     ...(input.eventId ? { 'X-Service-Event-Id': input.eventId } : {}),
-    ...standardWebhookHeaders(input.deliveryId, input.secret, input.body, Math.floor(nowMs / 1000)),
+    ...standardWebhookHeaders(input.deliveryId, signingSecrets(input.secret, input.alsoSignWith), input.body, Math.floor(nowMs / 1000)),
   };
+}
+
+/** The delivery's secret first, then the others that are set, each once. */
+function signingSecrets(secret: string, others: ReadonlyArray<string | null | undefined> = []): string[] {
+  return [...new Set([secret, ...others.filter((k): k is string => typeof k === 'string' && k !== '')])];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,27 @@ export const webhooksRepository = {
     const r = await db.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   },
+  /**
+   * Clears the previous secret of every webhook whose secret changed at or before `changedBefore` (its overlap is over),
+   * and answers how many. The claim already ignores such a secret (delivery.ts), so this only keeps it from being
+   * stored longer than it serves. On PostgreSQL a webhook another transaction holds is skipped, not waited for (the
+   * next sweep takes it): waiting here while a worker's batch of records locks webhooks in id order could deadlock.
+   * `updated_at` stays: the owner changed nothing.
+   */
+  async forgetPreviousSecrets(db: Kysely<DB>, changedBefore: number) {
+    const due = db.selectFrom('webhooks').select('id').where('previous_secret', 'is not', null).where('secret_changed_at', '<=', changedBefore);
+    // Looked for first, with a plain read: this runs at every sweep, almost always for nothing, and on SQLite an
+    // UPDATE takes the database's one write lock even when it changes no row.
+    if (!(await due.limit(1).executeTakeFirst())) return 0;
+    const expired = claimingRead(db, due);
+    const r = await db
+      .updateTable('webhooks')
+      .set({ previous_secret: null })
+      .where('id', 'in', expired)
+      .where('secret_changed_at', '<=', changedBefore)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  },
   /** Disables a webhook (if still enabled) and cancels its pending deliveries; true when it was enabled. */
   async disable(db: Conn, accountId: string, id: string, reason: string, now: number) {
     const r = await db

@@ -148,7 +148,7 @@ export function recoverWindow(body: RecoverWebhookBody, now: number, retentionMs
 export function createWebhooksService(
   db: Kysely<DB>,
   clock: Clock,
-  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookMaxPerAccount' | 'webhookRetryDelaysMs' | 'deliveryRetentionMs'>,
+  config: Pick<Config, 'webhookAllowPrivateUrls' | 'webhookMaxPerAccount' | 'webhookRetryDelaysMs' | 'deliveryRetentionMs' | 'webhookSecretOverlapMs'>,
   engine: DeliveryEngine,
   /** Once deliveries made outside an emit have committed: wakes the workers (the fan-out's `delivered`). */
   delivered: () => void = () => engine.kick(),
@@ -246,6 +246,8 @@ export function createWebhooksService(
         url: body.url,
         events: JSON.stringify(events),
         secret: body.secret,
+        previous_secret: null,
+        secret_changed_at: null,
         enabled: 1,
         disabled_reason: null,
         created_at: now,
@@ -275,7 +277,14 @@ export function createWebhooksService(
         const patch: Partial<WebhooksTable> = { updated_at: now };
         if (body.url !== undefined) patch.url = body.url;
         if (events) patch.events = JSON.stringify(events);
-        if (body.secret !== undefined) patch.secret = body.secret;
+        if (body.secret !== undefined && body.secret !== current.secret) {
+          patch.secret = body.secret;
+          // The receiver cannot switch at the very moment of this commit: for the overlap, attempts are signed with the
+          // secret replaced here too (delivery.ts), so one still holding it keeps verifying. Only the one just replaced:
+          // a second change within the overlap ends the first one's.
+          patch.previous_secret = config.webhookSecretOverlapMs > 0 ? current.secret : null;
+          patch.secret_changed_at = now;
+        }
         if (body.enabled === true) {
           patch.enabled = 1;
           patch.disabled_reason = null;

@@ -172,15 +172,44 @@ test('verifyDelivery rejects tampering, missing headers and replays', () => {
   assert.deepEqual(verifyDelivery({ secret, body, headers: multi, now }), { ok: true });
 });
 
+test('several secrets: one v1 signature each in webhook-signature, in order, repeats dropped; X-Service-Signature the delivery\'s own', () => {
+  const [mine, current, previous] = ['frozen-secret-1', 'current-secret-2', 'previous-secret-3'];
+  const body = '{"event":"test","data":{}}';
+  const ts = 1_700_000_000;
+  const one = (k: string) => standardWebhookHeaders('dlv_r', k, body, ts)['webhook-signature'];
+  const h = standardWebhookHeaders('dlv_r', [mine, current, mine, previous], body, ts);
+  assert.equal(h['webhook-signature'], `${one(mine)} ${one(current)} ${one(previous)}`);
+  assert.throws(() => standardWebhookHeaders('dlv_r', [], body, ts), TypeError);
+  // standardwebhooks' verifier takes any of them, and nothing else.
+  const withHeaders = (k: string) => () => {
+    const realNow = Date.now;
+    Date.now = () => ts * 1000;
+    try {
+      return new Webhook(b64(k)).verify(body, h);
+    } finally {
+      Date.now = realNow;
+    }
+  };
+  for (const k of [mine, current, previous]) assert.deepEqual(withHeaders(k)(), JSON.parse(body), k);
+  assert.throws(withHeaders('another-secret-4'), /No matching signature/);
+
+  // A delivery's headers: the frozen secret alone signs the body (X-Service-Signature), and comes first in
+  // webhook-signature; absent (null) and repeated secrets add nothing, so a webhook never rotated sends one signature.
+  const d = buildDeliveryHeaders({ deliveryId: 'dlv_r', event: 'test', secret: mine, alsoSignWith: [current, null, mine, previous], body, now: ts * 1000 });
+  assert.equal(d['X-Service-Signature'], signBody(mine, body));
+  assert.equal(d['webhook-signature'], h['webhook-signature']);
+  const plain = buildDeliveryHeaders({ deliveryId: 'dlv_r', event: 'test', secret: mine, body, now: ts * 1000 });
+  assert.deepEqual(buildDeliveryHeaders({ deliveryId: 'dlv_r', event: 'test', secret: mine, alsoSignWith: [mine, null, undefined], body, now: ts * 1000 }), plain);
+  assert.equal(plain['webhook-signature'], one(mine));
+  assert.equal(plain['X-Service-Signature'], d['X-Service-Signature']);
+});
+
 test('verifyDelivery with a list of secrets: each signature must match one of them, not necessarily the same', () => {
   const [oldS, newS] = ['old-secret-1', 'new-secret-2'];
   const body = '{"event":"test","data":{}}';
   const now = 1_700_000_000_000;
   // A delivery made with the old secret and retried after the change: X-Service-Signature the old one's.
-  const retried = {
-    ...buildDeliveryHeaders({ deliveryId: 'dlv_v', event: 'test', secret: oldS, body, now }),
-    'webhook-signature': ['old', 'new'].map((w) => standardWebhookHeaders('dlv_v', w === 'old' ? oldS : newS, body, now / 1000)['webhook-signature']).join(' '),
-  };
+  const retried = buildDeliveryHeaders({ deliveryId: 'dlv_v', event: 'test', secret: oldS, alsoSignWith: [newS], body, now });
   assert.deepEqual(verifyDelivery({ secret: [newS, oldS], body, headers: retried, now }), { ok: true });
   assert.deepEqual(verifyDelivery({ secret: newS, body, headers: retried, now }), { ok: false, reason: 'invalid_signature' });
   assert.deepEqual(verifyDelivery({ secret: oldS, body, headers: retried, now }), { ok: true });
