@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Migrator, sql, type Kysely } from 'kysely';
-import { migrationProvider } from '../../src/db/migrations/index.js';
+import { migrationProvider, migrations } from '../../src/db/migrations/index.js';
 import { TABLE_NAMES } from '../../src/db/copy.js';
 import { openDatabase, type Database, type DialectName } from '../../src/db/database.js';
 import type { DB } from '../../src/db/schema.js';
@@ -195,10 +195,11 @@ describe('parley copy: what is refused before anything is written', () => {
     const older = openDatabase(`sqlite:${file}`);
     try {
       const migrator = new Migrator({ db: older.db, provider: migrationProvider });
-      assert.equal((await migrator.migrateTo('0013_events_feed')).error, undefined);
+      const names = Object.keys(migrations);
+      assert.equal((await migrator.migrateTo(names.at(-2)!)).error, undefined);
       const r = await run(['--from', `sqlite:${file}`]);
       assert.equal(r.code, 2);
-      assert.match(r.error, /^an older version of Parley wrote the source, which needs this version's migrations \(0014_deliveries_event_webhook\) first/);
+      assert.ok(r.error.startsWith(`an older version of Parley wrote the source, which needs this version's migrations (${names.at(-1)}) first`), r.error);
       assert.equal(existsSync(r.target.slice('sqlite:'.length)), false, 'no target database was created');
       assert.equal((await migrator.migrateToLatest()).error, undefined);
       await sql`insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')`.execute(older.db);
