@@ -16,32 +16,65 @@ function encodeTime(t: number): string {
 const POOL = Buffer.alloc(4096);
 let poolOffset = POOL.length;
 
-/**
- * 80 fresh random bits as 16 base32 characters. Every id gets its own: unlike a monotonic ULID (previous + 1
- * within a millisecond), knowing one id tells nothing about the next, which matters because a conversation id
- * is the capability a public (`pk_`) key reaches it with. Ids are therefore ordered by millisecond only;
- * whatever needs a finer order has its own column (messages.seq).
- */
-function randomPart(): string {
+/** 80 fresh random bits from the CSPRNG, as two 40-bit halves. */
+function randomHalves(): [hi: number, lo: number] {
   if (poolOffset + 10 > POOL.length) {
     randomFillSync(POOL);
     poolOffset = 0;
   }
-  const b = POOL;
   const o = poolOffset;
   poolOffset += 10;
+  return [POOL[o]! * 2 ** 32 + POOL.readUInt32BE(o + 1), POOL[o + 5]! * 2 ** 32 + POOL.readUInt32BE(o + 6)];
+}
+
+/** Two 40-bit halves as 16 base32 characters, 8 each. */
+function encodeHalves(halves: readonly [number, number]): string {
   let out = '';
-  // 10 bytes = 80 bits = two 40-bit halves, each 8 base32 characters.
-  for (const start of [o, o + 5]) {
-    let hi = b[start]! * 2 ** 32 + b.readUInt32BE(start + 1);
+  for (let half of halves) {
     let chunk = '';
     for (let i = 0; i < 8; i++) {
-      chunk = ALPHABET[hi % 32]! + chunk;
-      hi = Math.floor(hi / 32);
+      chunk = ALPHABET[half % 32]! + chunk;
+      half = Math.floor(half / 32);
     }
     out += chunk;
   }
   return out;
+}
+
+/**
+ * Every id gets fresh random bits: unlike a monotonic ULID (previous + 1 within a millisecond), knowing one id tells
+ * nothing about the next, which matters because a conversation id is the capability a public (`pk_`) key reaches it
+ * with. Such ids are therefore ordered by millisecond only; whatever needs a finer order has its own column
+ * (messages.seq).
+ */
+const randomPart = () => encodeHalves(randomHalves());
+
+/**
+ * Prefixes whose ids are monotonic within a process and a millisecond (the previous id's random part + 1, a fresh
+ * random start at each new millisecond). Events and deliveries are no capability (only their account's server keys
+ * read them), and their lists order by (created_at, id): events emitted together (a conversation's start and its
+ * greeting, a message and its reply) share a millisecond, and with random ids the feed and a webhook's delivery list
+ * showed them in any order. Made by one process, they now sort as they were made; made by two in one millisecond,
+ * each process's run stays in order.
+ */
+const SEQUENTIAL = new Map<IdPrefix, { at: number; halves: [number, number] }>([
+  ['evt', { at: -1, halves: [0, 0] }],
+  ['dlv', { at: -1, halves: [0, 0] }],
+]);
+
+function nextInSequence(state: { at: number; halves: [number, number] }, now: number): string {
+  if (now !== state.at) {
+    state.at = now;
+    state.halves = randomHalves();
+  } else if (state.halves[1] < 2 ** 40 - 1) {
+    state.halves[1] += 1;
+  } else if (state.halves[0] < 2 ** 40 - 1) {
+    state.halves = [state.halves[0] + 1, 0];
+  } else {
+    // 2^80 ids in one millisecond is out of reach; a fresh start keeps ids unique, if not in order, should it happen.
+    state.halves = randomHalves();
+  }
+  return encodeHalves(state.halves);
 }
 
 export type IdPrefix = 'acct' | 'key' | 'doc' | 'faq' | 'conv' | 'msg' | 'wh' | 'evt' | 'dlv' | 'wf' | 'rd';
@@ -55,5 +88,6 @@ export function idFloor(prefix: IdPrefix, t: number): string {
 }
 
 export function newId(prefix: IdPrefix, now = Date.now()): string {
-  return `${prefix}_${encodeTime(now)}${randomPart()}`;
+  const sequence = SEQUENTIAL.get(prefix);
+  return `${prefix}_${encodeTime(now)}${sequence ? nextInSequence(sequence, now) : randomPart()}`;
 }

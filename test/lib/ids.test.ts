@@ -46,3 +46,16 @@ test('ids sort by their creation millisecond', () => {
   assert.ok(a < b);
   assert.equal(newId('doc', Date.UTC(2026, 0, 1)).slice(4, 14), newId('faq', Date.UTC(2026, 0, 1)).slice(4, 14));
 });
+
+test('event and delivery ids of one millisecond count up from a fresh random start, so they sort as they were made', () => {
+  for (const prefix of ['evt', 'dlv'] as const) {
+    const ids = Array.from({ length: 1_000 }, () => newId(prefix, 5_000));
+    for (let i = 1; i < ids.length; i++) assert.equal(decode(ids[i]!.slice(14)) - decode(ids[i - 1]!.slice(14)), 1n, `${ids[i - 1]} then ${ids[i]}`);
+    // Each millisecond starts anew at random: the next one's first id is not the previous run + 1.
+    const starts = Array.from({ length: 50 }, (_, i) => decode(newId(prefix, 6_000 + i).slice(14)));
+    assert.ok(new Set(starts.map((s) => s >> 60n)).size > 10, 'the starts are spread over the range');
+    // Another prefix's ids stay random within a millisecond.
+    const convs = Array.from({ length: 100 }, () => decode(newId('conv', 5_000).slice(15)));
+    assert.ok(convs.some((c, i) => i > 0 && c < convs[i - 1]!), 'conversation ids are not a sequence');
+  }
+});

@@ -133,6 +133,27 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).length, 1, 'only the test send');
     });
 
+    test('events made together, and their deliveries, are listed in the order they were made (newest first)', async () => {
+      const a = await t.account();
+      const hook = { url: 'http://127.0.0.1:9/h', events: ['conversation.started', 'conversation.message'], secret: 'feed-secret-3' };
+      const wh = (await t.request('POST', '/v1/webhooks', { key: a.key, body: hook })).body.data.id as string;
+      // The fake clock stands still: the start, the greeting and three exchanges all share one millisecond.
+      t.fakeClock.advance(1_000);
+      const id = (await t.request('POST', '/v1/chat/conversations', { key: a.key, body: {} })).body.data.conversation.id as string;
+      for (const content of ['hello', 'how do refunds work?', 'thanks']) {
+        assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/messages`, { key: a.key, body: { content } })).status, 200);
+      }
+      const list = await all(a.key);
+      assert.equal(new Set(list.map((x) => x.timestamp)).size, 1, 'one millisecond');
+      const made = (x: { event: string; data: Record<string, unknown> }) => (x.event === 'conversation.started' ? -1 : (x.data.position as number));
+      const order = list.map(made);
+      assert.deepEqual(order, [7, 6, 5, 4, 3, 2, 1, -1], 'the last made first, the start last');
+
+      const deliveries = (await t.request('GET', `/v1/webhooks/${wh}/deliveries?limit=100`, { key: a.key })).body.data.deliveries as Array<{ id: string }>;
+      const bodies = await Promise.all(deliveries.map(async (d) => (await t.request('GET', `/v1/webhooks/${wh}/deliveries/${d.id}`, { key: a.key })).body.data.body as string));
+      assert.deepEqual(bodies.map((b) => made(JSON.parse(b))), order);
+    });
+
     test('pages: limit and offset as every list, each event once across the pages, past the end an empty page', async () => {
       const a = await t.account();
       for (let i = 0; i < 4; i++) {
