@@ -46,9 +46,10 @@ Usage:
   parley keys create --account ID [--type server|public] [--scopes a,b,...]
   parley keys list --account ID
   parley keys revoke ID
-  parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]
+  parley webhooks verify --secret S [--secret OLD] --signature sha256=H [--body B | --body-file F]
                                       check a received delivery's X-Service-Signature
-                                      (body from B, F, or stdin); prints ok or fail, exit 0 or 1
+                                      (body from B, F, or stdin); prints ok or fail, exit 0 or 1;
+                                      during a secret rotation give both secrets: either may match
 
 Every command accepts --json (one JSON object on stdout, nothing else there).
 parley --version prints the version; parley --help this text.
@@ -163,7 +164,7 @@ export async function main(argv: string[]): Promise<number> {
       account: { type: 'string' },
       type: { type: 'string' },
       scopes: { type: 'string' },
-      secret: { type: 'string' },
+      secret: { type: 'string', multiple: true },
       body: { type: 'string' },
       signature: { type: 'string' },
       'body-file': { type: 'string' },
@@ -195,12 +196,14 @@ export async function main(argv: string[]): Promise<number> {
   const seen = new Set<string>();
   for (const token of tokens) {
     if (token.kind !== 'option') continue;
-    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once${token.name === 'scopes' ? ' (several scopes: --scopes a,b)' : ''}`);
+    // --secret alone may be repeated: the secrets of a rotation, either of which may have signed (docs/webhooks.md).
+    if (seen.has(token.name) && token.name !== 'secret') throw new UsageError(`--${token.name} is given more than once; give it once${token.name === 'scopes' ? ' (several scopes: --scopes a,b)' : ''}`);
     seen.add(token.name);
   }
   if (cmd === 'webhooks') {
-    if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S --signature sha256=H [--body B | --body-file F]');
-    if (!values.secret) throw new UsageError('--secret is required');
+    if (sub !== 'verify') throw new UsageError('usage: parley webhooks verify --secret S [--secret OLD] --signature sha256=H [--body B | --body-file F]');
+    if (!values.secret?.length) throw new UsageError('--secret is required');
+    if (values.secret.some((s) => s === '')) throw new UsageError('--secret must not be empty');
     if (!values.signature) throw new UsageError('--signature is required (the X-Service-Signature header value)');
     if (values.body !== undefined && values['body-file'] !== undefined) throw new UsageError('give the body with --body or --body-file, not both');
     // The raw bytes: any re-encoding of the body would change the HMAC.

@@ -632,6 +632,17 @@ export function cliConfigSuite() {
         assert.match(missing.stderr, /cannot read --body-file .*nope\.json: ENOENT/);
         assert.equal(both.code, 2);
         assert.match(both.stderr, /not both/);
+        // A rotation: the signature may be the old secret's or the new one's; both are given.
+        const [either, neither, empty] = await Promise.all([
+          cli(['webhooks', 'verify', '--secret', 'new-secret', '--secret', 'secret123', '--signature', signature, '--body', body, '--json'], env),
+          cli(['webhooks', 'verify', '--secret', 'new-secret', '--secret', 'other', '--signature', signature, '--body', body, '--json'], env),
+          cli(['webhooks', 'verify', '--secret', 'new-secret', '--secret', '', '--signature', signature, '--body', body], env),
+        ]);
+        assert.deepEqual(oneJson(either), { ok: true });
+        assert.deepEqual(oneJson(neither), { ok: false, reason: 'invalid_signature' });
+        assert.equal(neither.code, 1);
+        assert.equal(empty.code, 2);
+        assert.match(empty.stderr, /--secret must not be empty/);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
