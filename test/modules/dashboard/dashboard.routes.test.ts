@@ -472,6 +472,16 @@ for (const dialect of DIALECTS) {
           const body = JSON.parse(call.body!) as { since: string; until?: string };
           assert.ok(Math.abs(Date.parse(body.since) - asked) < 5_000, `skew ${skew}: ${call.body}`);
           assert.equal(body.until, undefined, 'until is left to the server');
+          // The overview's period ends at the server's now too, and a new rundown suggests the server's last 7 days.
+          page.window.location.hash = '#/overview';
+          await until(() => page.$('#overview'), 'the overview');
+          const overview = page.requests.filter((r) => r.path === '/v1/analytics/overview').at(-1)!;
+          assert.ok(Math.abs(Date.parse(overview.query.get('from')!) - (Date.now() - 7 * 86_400_000)) < 5_000, `skew ${skew}: overview from ${overview.query.get('from')}`);
+          page.window.location.hash = '#/rundowns';
+          await until(() => page.$('#rundown-from'), 'the new rundown form');
+          const serverDay = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+          assert.equal(page.$<HTMLInputElement>('#rundown-from')!.value, serverDay(-6), `skew ${skew}`);
+          assert.equal(page.$<HTMLInputElement>('#rundown-to')!.value, serverDay(1), `skew ${skew}`);
           assert.deepEqual(page.errors, []);
         } finally {
           page.close();

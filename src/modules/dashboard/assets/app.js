@@ -1311,7 +1311,8 @@
 
   /** A period of whole days, [from, to) in UTC, as the API takes them: `to` is the day after the last one. */
   function makeRundownForm() {
-    const day = (offsetDays) => new Date(Date.now() + offsetDays * DAY_MS).toISOString().slice(0, 10);
+    // The server's today (serverNow): a browser clock that is off would suggest another week than the server's.
+    const day = (offsetDays) => new Date(serverNow() + offsetDays * DAY_MS).toISOString().slice(0, 10);
     const dayInput = (id, value) => h('input', { id, type: 'date', value, required: true });
     // The last seven days, today included: `to` is tomorrow.
     const from = dayInput('rundown-from', day(-6));
@@ -1386,7 +1387,7 @@
     const s = state.overview;
     const period = PERIODS.find(([value]) => value === s.period) || PERIODS[1];
     // Up to now: `to` is left out, so what happens while the page is open counts on the next draw.
-    const from = period[2] === null ? undefined : new Date(Date.now() - period[2]).toISOString();
+    const from = period[2] === null ? undefined : new Date(serverNow() - period[2]).toISOString();
     const [o, topics, latest] = await Promise.all([
       api('GET', '/analytics/overview', { query: { from } }),
       api('GET', '/analytics/topics', { query: { from, limit: 10 } }),
