@@ -15,6 +15,11 @@ export interface AccountsTable {
   /** JSON: the assistant persona (name, greeting, tone). */
   assistant_settings: string | null;
   created_at: number;
+  /**
+   * When `parley accounts delete` began deleting the account (migration 0015); null for a usable account. Once set the
+   * account is unusable until its deletion, run again if it was cut short, removes the row.
+   */
+  deletion_started_at: number | null;
 }
 
 /**

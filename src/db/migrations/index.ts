@@ -14,6 +14,7 @@ import * as m0012 from './0012_workflow_runs_list.js';
 import * as m0013 from './0013_events_feed.js';
 import * as m0014 from './0014_deliveries_event_webhook.js';
 import * as m0015 from './0015_webhook_secret_rotation.js';
+import * as m0016 from './0016_account_deletion.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ export const migrations: Record<string, Migration> = {
   '0013_events_feed': m0013,
   '0014_deliveries_event_webhook': m0014,
   '0015_webhook_secret_rotation': m0015,
+  '0016_account_deletion': m0016,
 };
 
 export const migrationProvider: MigrationProvider = {

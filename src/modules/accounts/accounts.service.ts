@@ -134,6 +134,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
         rate_limit_day: plan === 'enterprise' ? input.rateLimitDay! : null,
         assistant_settings: null,
         created_at: now,
+        deletion_started_at: null,
       };
       await repo.insert(conn, row);
       return accountView(row);
