@@ -341,13 +341,14 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   });
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // A key remembered by the key cache (AUTH_CACHE_TTL) can outlive its account's deletion (`parley accounts delete`
-    // in another process): its writes then fail on the account's foreign key, which is that key being no longer
-    // valid, not a server error. Its account's keys are forgotten here at once.
+    // in another process), or the start of it: its writes then fail on the account's foreign key, or on that of a row
+    // the deletion took meanwhile (a conversation), which is that key being no longer valid, not a server error. Its
+    // account's keys are forgotten here at once.
     if (!req.is404 && req.auth && isForeignKeyViolation(err)) {
       const { accountId } = req.auth;
-      return ctx.services.accounts.accountExists(accountId).then(
-        (exists) => {
-          if (exists) return errorHandler(err, req, reply);
+      return ctx.services.accounts.accountUsable(accountId).then(
+        (usable) => {
+          if (usable) return errorHandler(err, req, reply);
           ctx.services.accounts.forgetAccountKeys(accountId);
           return errorHandler(new ApiError('UNAUTHORIZED', 'invalid or revoked API key (its account was deleted)') as unknown as FastifyError, req, reply);
         },

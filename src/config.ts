@@ -45,6 +45,11 @@ export interface Config {
    */
   metrics: { token: string; port: number | null; host: string } | null;
   llm: { baseUrl: string; apiKey: string | null; model: string; timeoutMs: number } | null;
+  /**
+   * Tests only (TEST_ACCOUNT_DELETE_STOP_AFTER): `parley accounts delete` stops itself (SIGSTOP) once this many of its
+   * chunks have committed, so a test can look at the database part way and kill it at a known point; null otherwise.
+   */
+  testAccountDeleteStopAfter: number | null;
 }
 
 /** Node's setTimeout honours at most 2^31-1 ms (~596h); 500h leaves room for the margins added to timeouts. */
@@ -245,6 +250,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           timeoutMs: llmTimeoutMs,
         }
       : null,
+    testAccountDeleteStopAfter: env.TEST_ACCOUNT_DELETE_STOP_AFTER ? int('TEST_ACCOUNT_DELETE_STOP_AFTER', 1, 1, 1_000_000) : null,
   };
   if (!isHostName(config.host)) {
     problems.push(`HOST=${JSON.stringify(config.host)}: must be an IP address or a host name`);

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { lockForCheckThenWrite } from '../db/locks.js';
-import { AccountsError } from '../modules/accounts/accounts.service.js';
+import { AccountsError, refuseIfBeingDeleted } from '../modules/accounts/accounts.service.js';
 
 // A small sample shop, enough to hold a conversation with `parley demo` right after installing.
 const DOCUMENTS = [
@@ -49,8 +49,9 @@ const FAQS = [
 export async function runDemo(ctx: AppContext, accountId: string) {
   return ctx.db.transaction().execute(async (trx) => {
     await lockForCheckThenWrite(trx, ctx.database.dialect, `parley demo ${accountId}`);
-    const account = await trx.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
+    const account = await trx.selectFrom('accounts').select(['id', 'deletion_started_at']).where('id', '=', accountId).executeTakeFirst();
     if (!account) throw new AccountsError(`account ${accountId} not found`);
+    refuseIfBeingDeleted(account);
     const [docRows, faqRows] = await Promise.all([
       trx.selectFrom('documents').select('title').where('account_id', '=', accountId).where('title', 'in', DOCUMENTS.map((d) => d.title)).execute(),
       trx.selectFrom('faqs').select('question').where('account_id', '=', accountId).where('question', 'in', FAQS.map((f) => f.question)).execute(),

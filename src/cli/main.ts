@@ -42,7 +42,9 @@ Usage:
                                       enterprise drops them); running nodes apply it within
                                       AUTH_CACHE_TTL
   parley accounts delete ID --yes     delete the account and everything it owns, for good (no
-                                      undo: back up first); without --yes, counts what would go
+                                      undo: back up first), a few thousand rows at a time; run
+                                      again, finishes a deletion that was cut short; without
+                                      --yes, counts what would go
   parley keys create --account ID [--type server|public] [--scopes a,b,...]
   parley keys list --account ID
   parley keys revoke ID
@@ -320,7 +322,9 @@ export async function main(argv: string[]): Promise<number> {
         }
         if (sub === 'list') {
           const accounts = await ctx.services.accounts.listAccounts();
-          out({ accounts }, accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)}  ${a.name}`).join('\n') || 'no accounts');
+          const deleting = (a: (typeof accounts)[number]) =>
+            a.deletionStartedAt ? `  (being deleted since ${a.deletionStartedAt}; if that run was cut short: parley accounts delete ${a.id} --yes)` : '';
+          out({ accounts }, accounts.map((a) => `${a.id}  ${a.plan.padEnd(10)}  ${a.name}${deleting(a)}`).join('\n') || 'no accounts');
           return 0;
         }
         if (sub === 'update') {
@@ -338,15 +342,26 @@ export async function main(argv: string[]): Promise<number> {
           // Deleting is for good: without --yes, say what would go and how to confirm, and change nothing.
           if (!values.yes) {
             const { account, counts } = await ctx.services.accounts.deletionPreview(arg!);
+            const started = account.deletionStartedAt
+              ? `Its deletion started at ${account.deletionStartedAt} and has not finished (cut short, or still running): the account is unusable until it does. `
+              : '';
             throw new UsageError(
-              `refusing to delete account ${account.id} (${account.name}, plan ${account.plan}) without --yes. ` +
+              `refusing to delete account ${account.id} (${account.name}, plan ${account.plan}) without --yes. ${started}` +
                 `It would delete, for good (there is no undo: back up first, README.md Backups): ${describeCounts(counts)}. ` +
                 `To delete it: parley accounts delete ${account.id} --yes`,
-              { id: account.id, deleted: false, counts },
+              { id: account.id, deleted: false, counts, ...(account.deletionStartedAt ? { deletionStartedAt: account.deletionStartedAt } : {}) },
             );
           }
-          const r = await ctx.services.accounts.deleteAccount(arg!);
-          out(r, `Deleted account ${r.id} and everything it owned: ${describeCounts(r.counts)}.`);
+          const stopAfter = config.testAccountDeleteStopAfter;
+          const r = await ctx.services.accounts.deleteAccount(arg!, {
+            ...(stopAfter !== null ? { afterChunk: (n: number) => void (n === stopAfter && process.kill(process.pid, 'SIGSTOP')) } : {}),
+          });
+          out(
+            r,
+            r.resumed
+              ? `Finished deleting account ${r.id}, whose deletion had been cut short; this run deleted: ${describeCounts(r.counts)}.`
+              : `Deleted account ${r.id} and everything it owned: ${describeCounts(r.counts)}.`,
+          );
           return 0;
         }
         throw new UsageError('usage: parley accounts create|list|update|delete');

@@ -1,4 +1,4 @@
-import { sql, SqliteAdapter, type Kysely, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, SqliteAdapter, type Kysely, type Transaction } from 'kysely';
 import { lockingRead } from '../../db/locks.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
@@ -55,6 +55,7 @@ const activeKeyByHash = precompile((db, hash: string) =>
       'accounts.plan as plan',
       'accounts.rate_limit_minute as rateLimitMinute',
       'accounts.rate_limit_day as rateLimitDay',
+      'accounts.deletion_started_at as deletionStartedAt',
     ])
     .where('api_keys.hash', '=', hash),
 );
@@ -73,7 +74,7 @@ let nextShard = Math.floor(Math.random() * KNOWLEDGE_SHARDS);
  * the order it deletes them: rows before the rows they reference (messages before their conversations, everything
  * before the account). delivery_attempts has no account_id: it is reached through the account's deliveries. The
  * knowledge-version counters and the rundowns' quote records (ids of messages) are bookkeeping, deleted but not reported. A table added with an account_id must be
- * added here: test/modules/accounts/delete.test.ts lists the tables from the database and fails otherwise.
+ * added here and to CHUNKS: test/modules/accounts/delete.test.ts lists the tables from the database and fails otherwise.
  */
 export const OWNED_TABLES = [
   ['deliveries', 'deliveries'],
@@ -99,7 +100,59 @@ export const REPORTED_KINDS = [
 export type ReportedKind = (typeof REPORTED_KINDS)[number];
 type OwnedKind = (typeof OWNED_TABLES)[number][0] | 'deliveryAttempts';
 
-const reported = (counts: Record<OwnedKind, number>) => Object.fromEntries(REPORTED_KINDS.map((k) => [k, counts[k]])) as Record<ReportedKind, number>;
+export type OwnedCounts = Record<OwnedKind, number>;
+type OwnedTable = (typeof OWNED_TABLES)[number][1];
+
+/** The kinds an account's deletion reports, from the counts of every kind. */
+export const reportedCounts = (counts: OwnedCounts) => Object.fromEntries(REPORTED_KINDS.map((k) => [k, counts[k]])) as Record<ReportedKind, number>;
+/** Every kind at zero: what an account's deletion adds its chunks' counts to. */
+export const noOwnedRows = (): OwnedCounts => Object.fromEntries([...OWNED_TABLES.map(([k]) => k), 'deliveryAttempts'].map((k) => [k, 0])) as OwnedCounts;
+
+/**
+ * The account's deliveries: through deliveries_account, which a query can use only by stating its predicate,
+ * `id is not null` (migration 0015 says why); without it, a scan of every account's deliveries.
+ */
+const deliveriesOf = (db: Conn, accountId: string) => db.selectFrom('deliveries').where('account_id', '=', accountId).where('id', 'is not', null);
+
+/**
+ * How deleteChunk reaches each owned table: `key`, the columns naming one row (its primary key); `order`, the order
+ * its rows are taken in, that of an index leading with account_id, so a chunk is the first entries of the account's
+ * range of that index on both dialects (unordered, PostgreSQL could take a large account's rows by a scan of the table
+ * that stops at the chunk's last row, from the start of the table each time); and `children`, the rows that reference
+ * one of its rows (a foreign key, or a delivery's attempts, which have none), deleted in the same chunk just before
+ * the rows they reference. Children are mostly gone by then (OWNED_TABLES deletes them first); what is left is what
+ * was written after their turn (a message sent with a key a node still had cached), which would otherwise make the
+ * parent's delete fail on the foreign key. The deliveries' attempts are the exception: reached only through their
+ * delivery, they are deleted with it, a few per delivery.
+ */
+type Children = ReadonlyArray<{ kind: OwnedKind; table: 'delivery_attempts' | 'messages' | 'workflow_runs' | 'rundown_quotes'; column: string }>;
+const CHUNKS: Record<OwnedTable, { key: readonly string[]; order: readonly string[]; children?: Children }> = {
+  deliveries: { key: ['id'], order: ['id'], children: [{ kind: 'deliveryAttempts', table: 'delivery_attempts', column: 'delivery_id' }] },
+  events: { key: ['id'], order: ['created_at', 'id'] },
+  workflow_runs: { key: ['workflow_id', 'conversation_id'], order: ['workflow_id', 'created_at', 'conversation_id'] },
+  messages: { key: ['id'], order: ['created_at'] },
+  conversations: {
+    key: ['id'],
+    order: ['created_at', 'id'],
+    children: [
+      { kind: 'messages', table: 'messages', column: 'conversation_id' },
+      { kind: 'workflowRuns', table: 'workflow_runs', column: 'conversation_id' },
+    ],
+  },
+  workflows: { key: ['id'], order: ['created_at', 'id'] },
+  webhooks: { key: ['id'], order: ['created_at', 'id'] },
+  rundown_quotes: { key: ['rundown_id', 'position', 'message_id'], order: ['conversation_id'] },
+  rundowns: { key: ['id'], order: ['created_at', 'id'], children: [{ kind: 'rundownQuotes', table: 'rundown_quotes', column: 'rundown_id' }] },
+  documents: { key: ['id'], order: ['created_at', 'id'] },
+  faqs: { key: ['id'], order: ['created_at', 'id'] },
+  knowledge_versions: { key: ['account_id', 'shard'], order: ['shard'] },
+  idempotency_keys: { key: ['account_id', 'key'], order: ['key'] },
+  api_keys: { key: ['id'], order: ['created_at'] },
+};
+
+/** In a statement about another table's rows (`ref`, its account_id column): that account is not being deleted. */
+export const accountNotBeingDeleted = (ref: string) =>
+  sql<boolean>`not exists (select 1 from accounts deleting where deleting.id = ${sql.ref(ref)} and deleting.deletion_started_at is not null)`;
 
 export const accountsRepository = {
   insert(db: Conn, row: DB['accounts']) {
@@ -117,6 +170,10 @@ export const accountsRepository = {
   },
   findById(db: Conn, id: string) {
     return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+  /** The first step of the account's deletion (the service's deleteAccount says what follows from it). */
+  async markDeletionStarted(db: Conn, id: string, at: number) {
+    await db.updateTable('accounts').set({ deletion_started_at: at }).where('id', '=', id).where('deletion_started_at', 'is', null).execute();
   },
   list(db: Conn) {
     return db.selectFrom('accounts').selectAll().orderBy('created_at', 'desc').execute();
@@ -161,41 +218,92 @@ export const accountsRepository = {
   async countOwned(db: Conn, accountId: string): Promise<Record<ReportedKind, number>> {
     const counts = {} as Record<OwnedKind, number>;
     for (const [kind, table] of OWNED_TABLES) {
-      const r = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+      const r =
+        table === 'deliveries'
+          ? await deliveriesOf(db, accountId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+          : await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
       counts[kind] = Number(r.n);
     }
     const a = await db
       .selectFrom('delivery_attempts')
       .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('account_id', '=', accountId))
+      .where('delivery_id', 'in', deliveriesOf(db, accountId).select('id'))
       .executeTakeFirstOrThrow();
     counts.deliveryAttempts = Number(a.n);
-    return reported(counts);
+    return reportedCounts(counts);
   },
   /**
    * Before an account's deletion (PostgreSQL; SQLite has one writer): locks the rows other writers of the account lock
    * first (its webhooks, then its conversations, then its deliveries, each in id order, the order a delivery
    * worker's record and a conversation's erasure take them in), so a write in flight commits before the deletion
    * reads what to delete (and goes with the rest), and one that comes after finds nothing. The account row itself
-   * is locked by lockAccount: every insert of a row referencing it waits for it.
+   * is locked by lockAccount: every insert of a row referencing it waits for it. Answers the ids of its deliveries, whose
+   * attempts deleteOwned deletes.
    */
-  async lockOwnedRows(db: Conn, accountId: string) {
-    for (const table of ['webhooks', 'conversations', 'deliveries'] as const) {
+  async lockOwnedRows(db: Conn, accountId: string): Promise<{ deliveryIds: string[] }> {
+    for (const table of ['webhooks', 'conversations'] as const) {
       await lockingRead(db, db.selectFrom(table).select('id').where('account_id', '=', accountId).orderBy('id')).execute();
     }
+    const deliveries = await lockingRead(db, deliveriesOf(db, accountId).select('id').orderBy('id')).execute();
+    return { deliveryIds: deliveries.map((d) => d.id) };
   },
-  /** Deletes every row the account owns and then the account, in OWNED_TABLES' order; answers the rows deleted per kind. */
-  async deleteOwned(db: Conn, accountId: string): Promise<Record<ReportedKind, number>> {
-    const attempts = await db
-      .deleteFrom('delivery_attempts')
-      .where('delivery_id', 'in', (eb) => eb.selectFrom('deliveries').select('id').where('account_id', '=', accountId))
-      .executeTakeFirst();
-    const counts = { deliveryAttempts: Number(attempts.numDeletedRows) } as Record<OwnedKind, number>;
+  /**
+   * Deletes every row the account owns and then the account, in OWNED_TABLES' order, after the attempts of
+   * `deliveryIds` (lockOwnedRows: every delivery of the account, locked; an attempt is recorded only under a lease on its
+   * delivery's row, so none can be added to another); answers the rows deleted per kind. By id rather than through a
+   * subquery on the account's deliveries: PostgreSQL planned that from statistics taken before the chunks had deleted
+   * them (a join reading every attempt of the table), and by now there are few.
+   */
+  async deleteOwned(db: Conn, accountId: string, deliveryIds: readonly string[]): Promise<OwnedCounts> {
+    const counts = { deliveryAttempts: 0 } as OwnedCounts;
+    for (let i = 0; i < deliveryIds.length; i += 1_000) {
+      const r = await db.deleteFrom('delivery_attempts').where('delivery_id', 'in', deliveryIds.slice(i, i + 1_000)).executeTakeFirst();
+      counts.deliveryAttempts += Number(r.numDeletedRows);
+    }
     for (const [kind, table] of OWNED_TABLES) {
-      counts[kind] = Number((await db.deleteFrom(table).where('account_id', '=', accountId).executeTakeFirst()).numDeletedRows);
+      const q = db.deleteFrom(table).where('account_id', '=', accountId);
+      counts[kind] = Number((await (table === 'deliveries' ? q.where('id', 'is not', null) : q).executeTakeFirst()).numDeletedRows);
     }
     await db.deleteFrom('accounts').where('id', '=', accountId).execute();
-    return reported(counts);
+    return counts;
+  },
+  /**
+   * Deletes at most `rows` of the account's rows in `table`, with the rows referencing them (CHUNKS), and answers how
+   * many of each kind it deleted: none when the account has none left there. One chunk of an account's deletion, run
+   * in a transaction of its own.
+   *
+   * A table whose rows others reference: their ids are read first, locked on PostgreSQL, in the order of an index
+   * (deliveries in id order, the order a worker's record of a batch locks them in), so a write in flight on one of
+   * them (a worker recording an attempt, a message added to a conversation) commits before and goes with it, or comes
+   * after and finds nothing to write to (a worker's record is conditional on its lease: no row, no attempt). Then the
+   * rows referencing them, then they. Any other table: one DELETE of the rows a bounded subquery names.
+   */
+  async deleteChunk(db: Conn, accountId: string, table: OwnedTable, rows: number): Promise<Partial<OwnedCounts>> {
+    const { key, order, children } = CHUNKS[table];
+    const kind = OWNED_TABLES.find(([, t]) => t === table)![0];
+    // A literal LIMIT: PostgreSQL plans a prepared statement once for all its runs (database.ts), and would plan a bound
+    // one as an unknown share of the table.
+    const ordered = sql`order by ${sql.join(order.map((c) => sql.ref(c)))} limit ${sql.lit(rows)}`;
+    if (children) {
+      const parents = table as 'deliveries' | 'conversations' | 'rundowns';
+      // Only deliveries_account is partial: its predicate stated (deliveriesOf).
+      const extra = parents === 'deliveries' ? sql` and id is not null` : sql``;
+      const select = sql<{ id: string }>`select id from ${sql.table(parents)} where account_id = ${accountId}${extra} ${ordered}`;
+      const ids = (await (db.getExecutor().adapter instanceof PostgresAdapter ? sql<{ id: string }>`${select} for update` : select).execute(db)).rows.map((r) => r.id);
+      if (ids.length === 0) return {};
+      const counts: Partial<OwnedCounts> = {};
+      for (const c of children) {
+        const r = await sql`delete from ${sql.table(c.table)} where ${sql.ref(c.column)} in (${sql.join(ids)})`.execute(db);
+        counts[c.kind] = (counts[c.kind] ?? 0) + Number(r.numAffectedRows ?? 0);
+      }
+      const r = await sql`delete from ${sql.table(parents)} where id in (${sql.join(ids)})`.execute(db);
+      counts[kind] = Number(r.numAffectedRows ?? 0);
+      return counts;
+    }
+    const columns = sql.join(key.map((c) => sql.ref(c)));
+    const named = key.length === 1 ? columns : sql`(${columns})`;
+    const r = await sql`delete from ${sql.table(table)} where ${named} in (select ${columns} from ${sql.table(table)} where account_id = ${accountId} ${ordered})`.execute(db);
+    return { [kind]: Number(r.numAffectedRows ?? 0) };
   },
   /** The one lookup on every request: the key by hash joined to its account. */
   async findActiveKeyByHash(db: Conn, hash: string) {

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import { lockForCheckThenWrite } from '../../db/locks.js';
@@ -8,7 +9,7 @@ import { toIso } from '../../lib/clock.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { newId } from '../../lib/ids.js';
-import { accountsRepository as repo } from './accounts.repository.js';
+import { accountsRepository as repo, noOwnedRows, OWNED_TABLES, reportedCounts, type OwnedCounts } from './accounts.repository.js';
 import { KEY_TYPES, PLAN_LIMITS, PLANS, SCOPES, type AuthContext, type KeyType, type Plan } from './accounts.schemas.js';
 
 export class AccountsError extends Error {}
@@ -54,15 +55,46 @@ function checkLimits(plan: Plan, given: { minute: number | undefined; day: numbe
   }
 }
 
-/** An account as the CLI prints it (`accounts create`, `list`, `update`): an enterprise account with its own limits. */
-function accountView(r: Pick<DB['accounts'], 'id' | 'name' | 'plan' | 'rate_limit_minute' | 'rate_limit_day' | 'created_at'>) {
+/**
+ * An account as the CLI prints it (`accounts create`, `list`, `update`): an enterprise account with its own limits;
+ * one whose deletion started and has not finished (it was cut short) with the time it started.
+ */
+function accountView(r: Pick<DB['accounts'], 'id' | 'name' | 'plan' | 'rate_limit_minute' | 'rate_limit_day' | 'created_at'> & { deletion_started_at?: number | null }) {
   return {
     id: r.id,
     name: r.name,
     plan: r.plan,
     ...(r.plan === 'enterprise' ? { rateLimitMinute: r.rate_limit_minute, rateLimitDay: r.rate_limit_day } : {}),
     createdAt: toIso(r.created_at),
+    ...(r.deletion_started_at != null ? { deletionStartedAt: toIso(r.deletion_started_at) } : {}),
   };
+}
+
+/** An account whose deletion started: nothing may be added to it or changed; the way on is to finish the deletion. */
+export function refuseIfBeingDeleted(r: Pick<DB['accounts'], 'id' | 'deletion_started_at'>) {
+  if (r.deletion_started_at === null) return;
+  throw new AccountsError(
+    `account ${r.id} is being deleted (since ${toIso(r.deletion_started_at)}); if that deletion was cut short, finish it: parley accounts delete ${r.id} --yes`,
+  );
+}
+
+/** Rows of one table an account's deletion deletes per transaction (each chunk also takes the rows referencing them). */
+export const DELETE_CHUNK_ROWS = 2_000;
+/**
+ * On SQLite the deletion waits between two chunks as long as the chunk took, within these bounds. A writer that found the
+ * lock taken sleeps and tries again (SQLite's busy handler: 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50 ms, then 100 ms
+ * until its busy_timeout); a pause at least as long as its current sleep is one it cannot sleep through. So it gets the
+ * lock in the pause after the chunk it waited on: 25 ms covers its sleeps while a chunk lasts under 78 ms, the chunk's
+ * own length those of a longer one, and 200 ms all of them.
+ */
+const MIN_CHUNK_PAUSE_MS = 25;
+const MAX_CHUNK_PAUSE_MS = 200;
+
+export interface DeleteAccountOptions {
+  /** Rows per chunk (DELETE_CHUNK_ROWS): tests make it small. */
+  chunkRows?: number;
+  /** Called after each chunk has committed, with how many have (a test's hook: `parley accounts delete` stops there). */
+  afterChunk?: (chunks: number) => void | Promise<void>;
 }
 
 export interface UpdateAccountInput {
@@ -181,6 +213,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
         await repo.lockAccount(trx, id);
         const row = await repo.findById(trx, id);
         if (!row) throw new AccountsError(`account ${id} not found`);
+        refuseIfBeingDeleted(row);
         const plan = newPlan ?? row.plan;
         const current = row.plan === 'enterprise' && row.rate_limit_minute !== null && row.rate_limit_day !== null ? { minute: row.rate_limit_minute, day: row.rate_limit_day } : null;
         checkLimits(plan, { minute: input.rateLimitMinute, day: input.rateLimitDay }, current);
@@ -202,7 +235,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
       return accountView(after);
     },
 
-    /** What deleting the account would delete, per kind (`parley accounts delete` without --yes). */
+    /** What deleting the account would delete, per kind (`parley accounts delete` without --yes); what is left of it, once its deletion started. */
     async deletionPreview(id: string) {
       const row = await repo.findById(db, id);
       if (!row) throw new AccountsError(`account ${id} not found`);
@@ -210,36 +243,85 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
     },
 
     /**
-     * `parley accounts delete --yes`: the account and every row it owns, in one transaction, for good (no soft delete,
-     * no undo: a backup is the way back). No webhook is told (the account's webhooks go with it); the log is.
+     * `parley accounts delete --yes`: the account and every row it owns, for good (no soft delete, no undo: a backup is
+     * the way back). No webhook is told (the account's webhooks go with it); the log is.
      *
-     * On PostgreSQL the account row is locked first: every insert of a row that references it (a document, a
-     * conversation, an Idempotency-Key, a rundown…) waits for the deletion and then fails on the foreign key. Then the
-     * rows that other writes of the account lock first (lockOwnedRows): a chat message, an erasure or a delivery
-     * worker's record in flight commits before the deletion reads what to delete, and one after finds nothing to
-     * write to (the worker's writes are conditional on its lease, so they write nothing). SQLite has one writer.
+     * In many short transactions rather than one: on SQLite one transaction held the only write lock for as long as a
+     * large account took to delete, and the service's writes failed past their busy_timeout meanwhile. So:
+     * 1. One transaction marks the account (deletion_started_at). From its commit the account is unusable: its keys
+     *    answer 401 (authenticate; a node that cached one within AUTH_CACHE_TTL), the worker claims none of its
+     *    deliveries (a delivery claimed before may still go out, as one in flight did before), ends none of its
+     *    conversations, makes none of its rundowns, erases none for retention, and nothing adds to it (keys, demo,
+     *    update). A run cut short (killed, a lost connection) leaves it so; the same command run again goes on.
+     * 2. Chunks (deleteChunk) of at most `chunkRows` rows of one table each, in OWNED_TABLES' order, each its own
+     *    transaction; on SQLite each followed by a pause (MIN_CHUNK_PAUSE_MS says how long), since a writer waiting on
+     *    busy_timeout only tries again now and then and could otherwise find the lock taken again every time.
+     * 3. One transaction, as the whole deletion was before: the account row locked (on PostgreSQL every insert of a
+     *    row referencing it waits, then fails on the foreign key), then the rows other writes of the account lock
+     *    first (lockOwnedRows), then whatever is left in every table (what was written during step 2 by a request
+     *    already under way or a node's cached key) and the account row. A write in flight commits before and goes
+     *    with the rest, or comes after and finds nothing to write to.
+     *
+     * Answers the rows this run deleted, per kind: with `resumed`, a run that finished a deletion begun earlier does not
+     * count what the earlier run deleted. Two runs at once share the work; the one that finds the row gone at step 3
+     * answers what it deleted all the same.
      */
-    async deleteAccount(id: string) {
-      const { account, counts } = await writeTransaction(db, async (trx) => {
+    async deleteAccount(id: string, options: DeleteAccountOptions = {}) {
+      const chunkRows = options.chunkRows ?? DELETE_CHUNK_ROWS;
+      const account = await writeTransaction(db, async (trx) => {
         await repo.lockAccount(trx, id);
         const row = await repo.findById(trx, id);
         if (!row) throw new AccountsError(`account ${id} not found`);
-        await repo.lockOwnedRows(trx, id);
-        return { account: row, counts: await repo.deleteOwned(trx, id) };
+        if (row.deletion_started_at === null) await repo.markDeletionStarted(trx, id, clock.now());
+        return row;
       });
       keyCache.forgetAccount(id);
-      log.info({ accountId: id, name: account.name, plan: account.plan, counts }, 'account deleted');
-      return { id, deleted: true as const, counts };
+      const resumed = account.deletion_started_at !== null;
+      const about = { accountId: id, name: account.name, plan: account.plan };
+      if (resumed) log.info({ ...about, deletionStartedAt: toIso(account.deletion_started_at!) }, 'account deletion resumed');
+      else log.info(about, 'account deletion started');
+
+      const counts = noOwnedRows();
+      const add = (more: Partial<OwnedCounts>) => {
+        for (const [kind, n] of Object.entries(more) as Array<[keyof OwnedCounts, number]>) counts[kind] += n;
+      };
+      let chunks = 0;
+      for (const [, table] of OWNED_TABLES) {
+        for (;;) {
+          const began = performance.now();
+          const deleted = await writeTransaction(db, (trx) => repo.deleteChunk(trx, id, table, chunkRows));
+          if (!Object.values(deleted).some((n) => n > 0)) break;
+          add(deleted);
+          chunks++;
+          await options.afterChunk?.(chunks);
+          if (opts.dialect === 'sqlite') await sleep(Math.min(MAX_CHUNK_PAUSE_MS, Math.max(MIN_CHUNK_PAUSE_MS, Math.ceil(performance.now() - began))));
+        }
+      }
+      await writeTransaction(db, async (trx) => {
+        await repo.lockAccount(trx, id);
+        if (!(await repo.findById(trx, id))) return;
+        const { deliveryIds } = await repo.lockOwnedRows(trx, id);
+        add(await repo.deleteOwned(trx, id, deliveryIds));
+      });
+      keyCache.forgetAccount(id);
+      const reported = reportedCounts(counts);
+      log.info({ ...about, counts: reported, chunks, resumed }, 'account deleted');
+      return { id, deleted: true as const, resumed, counts: reported };
     },
 
-    /** Whether the account still exists (a request whose cached key outlived its account's deletion: app.ts). */
-    async accountExists(id: string) {
-      return (await repo.findById(db, id)) !== undefined;
+    /**
+     * Whether the account exists and is not being deleted (a request whose cached key outlived its account's
+     * deletion, or its start: app.ts).
+     */
+    async accountUsable(id: string) {
+      const row = await repo.findById(db, id);
+      return row !== undefined && row.deletion_started_at === null;
     },
 
     async createKey(input: { accountId: string; type?: string; scopes?: string[] }, conn: Kysely<DB> | Transaction<DB> = db) {
       const account = await repo.findById(conn, input.accountId);
       if (!account) throw new AccountsError(`account ${input.accountId} not found`);
+      refuseIfBeingDeleted(account);
       const type = (input.type ?? 'server') as KeyType;
       if (!KEY_TYPES.includes(type)) throw new AccountsError(`--type must be server or public`);
       if (type === 'server' && account.plan === 'free') {
@@ -299,7 +381,7 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
       if (cached) return cached;
       const hash = hashKey(secret);
       const row = await repo.findActiveKeyByHash(db, hash);
-      if (!row || row.revokedAt !== null) return null;
+      if (!row || row.revokedAt !== null || row.deletionStartedAt !== null) return null;
       const limits =
         row.plan === 'enterprise'
           ? { minute: row.rateLimitMinute ?? 1, day: row.rateLimitDay ?? 1 }

@@ -5,7 +5,7 @@ import { lockingRead } from '../../db/locks.js';
 import { insertOnlyWith, insertRowsWhere, onlyWithRows } from '../../db/only-with.js';
 import { pageLimit } from '../../db/pagination.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
-import { KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
+import { accountNotBeingDeleted, KNOWLEDGE_VERSION } from '../accounts/accounts.repository.js';
 import type { AloneChange } from '../webhooks/events.js';
 import type { ConversationsTable, DB, MessagesTable, WorkflowsTable } from '../../db/schema.js';
 
@@ -245,7 +245,7 @@ export const chatRepository = {
   async update(db: Conn, accountId: string, id: string, patch: Updateable<ConversationsTable>) {
     await db.updateTable('conversations').set(patch).where('account_id', '=', accountId).where('id', '=', id).execute();
   },
-  /** Open conversations with no message since `before`, across accounts (for the idle sweeper). */
+  /** Open conversations with no message since `before`, across accounts but those being deleted (for the idle sweeper). */
   idle(db: Conn, before: number, limit: number) {
     return db
       .selectFrom('conversations')
@@ -253,6 +253,7 @@ export const chatRepository = {
       .where('status', 'in', ['active', 'escalated'])
       .where('ended_at', 'is', null)
       .where('last_message_at', '<', before)
+      .where(accountNotBeingDeleted('conversations.account_id'))
       .orderBy('last_message_at')
       .limit(pageLimit(limit))
       .execute();

@@ -3,6 +3,7 @@ import { lockingRead } from '../../db/locks.js';
 import { countAlone, pageLimit, totalColumn, totalOf } from '../../db/pagination.js';
 import type { DB } from '../../db/schema.js';
 import type { TimeRange } from '../../http/time-range.js';
+import { accountNotBeingDeleted } from '../accounts/accounts.repository.js';
 import { deliveriesRepository } from '../webhooks/webhooks.repository.js';
 
 type Conn = Kysely<DB> | Transaction<DB>;
@@ -107,7 +108,8 @@ export const conversationsRepository = {
 
   /**
    * Conversations of every account that ended before `before`, oldest first (CONVERSATION_RETENTION). Read through
-   * the (status, last_message_at) index: a conversation's last message is never after its end.
+   * the (status, last_message_at) index: a conversation's last message is never after its end. An account being
+   * deleted is left to its deletion.
    */
   endedBefore(db: Conn, before: number, limit: number) {
     return db
@@ -116,6 +118,7 @@ export const conversationsRepository = {
       .where('status', 'in', ['ended', 'escalated'])
       .where('last_message_at', '<', before)
       .where('ended_at', '<', before)
+      .where(accountNotBeingDeleted('conversations.account_id'))
       .orderBy('last_message_at')
       .limit(pageLimit(limit))
       .execute();

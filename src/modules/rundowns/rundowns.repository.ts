@@ -183,12 +183,13 @@ export const rundownsRepository = {
   faqQuestions(db: Conn, accountId: string) {
     return db.selectFrom('faqs').select('question').where('account_id', '=', accountId).execute();
   },
-  /** Accounts created before the window ended that have no scheduled rundown of it yet. */
+  /** Accounts created before the window ended that have no scheduled rundown of it yet, but those being deleted. */
   accountsMissingWindow(db: Conn, w: Period) {
     return db
       .selectFrom('accounts')
       .select('id')
       .where('created_at', '<', w.to)
+      .where('deletion_started_at', 'is', null)
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(

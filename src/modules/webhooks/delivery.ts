@@ -19,6 +19,7 @@ import type { DB, DeliveriesTable } from '../../db/schema.js';
 import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
 import type { Clock } from '../../lib/clock.js';
 import type { WorkerTask } from '../../worker/worker.js';
+import { accountNotBeingDeleted } from '../accounts/accounts.repository.js';
 import { nextAttemptDelay } from './retry.js';
 import type { SendResult, WebhookSender } from './sender.js';
 import { buildDeliveryHeaders } from './signing.js';
@@ -207,6 +208,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where(sql<boolean>`d.status = 'pending' and d.lease_owner is null`)
       .where('d.next_attempt_at', '<=', now)
       .where(sql<boolean>`w.enabled = 1`)
+      // An account being deleted sends nothing more (accounts.service.ts deleteAccount).
+      .where(accountNotBeingDeleted('d.account_id'))
       .orderBy('d.next_attempt_at')
       .limit(pageLimit(limit));
     if (saturated.webhooks.length) due = due.where('d.webhook_id', 'not in', saturated.webhooks);
@@ -562,6 +565,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
           .where('lease_owner', '=', owner)
           .where(sql<boolean>`status = 'pending'`)
           .where(webhookEnabled)
+          .where(accountNotBeingDeleted('deliveries.account_id'))
           .returning('id')
           .execute()
       : await db
@@ -571,6 +575,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
           .where('lease_owner', '=', owner)
           .where(sql<boolean>`status = 'pending'`)
           .where(webhookEnabled)
+          .where(accountNotBeingDeleted('deliveries.account_id'))
           .execute();
     const okIds = new Set(ok.map((r) => r.id));
     const lost = ids.filter((id) => !okIds.has(id));

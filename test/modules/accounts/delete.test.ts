@@ -3,11 +3,19 @@ import { before, describe, test } from 'node:test';
 import pg from 'pg';
 import { systemClock } from '../../../src/lib/clock.js';
 import { createAccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { conversationsRepository } from '../../../src/modules/conversations/conversations.repository.js';
+import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
 import { DIALECTS, waitingOn } from '../../helpers/db.js';
 import { startWorker, waitFor, sleep } from '../webhooks/delivery-helpers.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
 import { orphanAttempts, rowsOf, twoFilledAccounts } from './fixtures.js';
+
+/** What a deletion cut short (a crash, a lost connection) leaves: the afterChunk hook that throws stands for it. */
+class CutShort extends Error {}
+const cutShortAfter = (chunks: number) => (n: number) => {
+  if (n === chunks) throw new CutShort(`cut short after chunk ${n}`);
+};
 
 /**
  * The accounts service of another process on the same database (the CLI's `parley accounts delete`): its deletion
@@ -123,6 +131,52 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(errors, []);
     });
 
+    test('deletes in chunks of the size given, children before parents, and counts what each run deleted', async () => {
+      // The worker of an earlier test runs: the other account's deliveries go out meanwhile, so only this one is checked.
+      const { a, filledA, before } = await twoFilledAccounts(t, dialect, receiver.url);
+      const preview = await t.ctx.services.accounts.deletionPreview(a.accountId);
+      const chunks: number[] = [];
+      const r = await t.ctx.services.accounts.deleteAccount(a.accountId, { chunkRows: 1, afterChunk: (n) => void chunks.push(n) });
+      assert.deepEqual(r.counts, preview.counts);
+      assert.equal(r.resumed, false);
+      // One row a chunk (a parent's chunk takes the rows referencing it): more chunks than kinds of rows.
+      assert.ok(chunks.length >= Object.values(preview.counts).reduce((x, y) => x + y, 0) - before.delivery_attempts!, `${chunks.length} chunks`);
+      assert.deepEqual(chunks, chunks.map((_, i) => i + 1));
+      assert.deepEqual(await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds), zeroes(before));
+    });
+
+    test('writes that a node with the key cached makes after their table was done are deleted too: no orphan, no foreign-key failure', async () => {
+      const { a, before, filledA } = await twoFilledAccounts(t, dialect, receiver.url);
+      const conversationId = (await t.ctx.db.selectFrom('conversations').select('id').where('account_id', '=', a.accountId).executeTakeFirstOrThrow()).id;
+      assert.equal((await t.request('GET', '/v1/faqs', { key: a.key })).status, 200, 'cached by this node');
+      const left = async (table: 'messages' | 'documents') => (await t.ctx.db.selectFrom(table).select('id').where('account_id', '=', a.accountId).execute()).length;
+      const wrote: Record<string, number> = {};
+      // Deleted by another process (this node keeps the key), one row a chunk. Once the chunks are past the messages,
+      // this node adds one to the conversation, still there (with its events, deliveries while the webhook lasts, a
+      // workflow run); once past the documents, a document with an Idempotency-Key: what a request under way, or one
+      // made with a key cached within AUTH_CACHE_TTL, writes after the deletion began.
+      const r = await elsewhere(t).deleteAccount(a.accountId, {
+        chunkRows: 1,
+        afterChunk: async () => {
+          if (wrote.message === undefined && (await left('messages')) === 0) {
+            wrote.message = (await t.request('POST', `/v1/chat/conversations/${conversationId}/messages`, { key: a.key, body: { content: 'book a demo, my email is jo@acme.test' } })).status;
+          }
+          if (wrote.document === undefined && (await left('documents')) === 0) {
+            wrote.document = (await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'During', content: 'x' }, headers: { 'idempotency-key': 'during' } })).status;
+          }
+        },
+      });
+      assert.deepEqual(wrote, { message: 200, document: 201 }, 'both written while the deletion ran');
+      assert.equal(r.counts.messages, before.messages! + 2, 'the question and its answer, deleted with their conversation');
+      assert.equal(r.counts.documents, before.documents! + 1, 'the document, deleted by the last transaction');
+      assert.deepEqual(await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds), zeroes(before));
+      assert.equal(await orphanAttempts(t.ctx.db), 0);
+      assert.deepEqual(await t.ctx.db.selectFrom('messages').select('id').where('conversation_id', '=', conversationId).execute(), []);
+      // Afterwards, the same cached key: 401.
+      assert.equal((await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'After', content: 'x' } })).status, 401);
+      assert.deepEqual(errors, []);
+    });
+
     test(
       'a test send racing the deletion of its account waits for it and finds no webhook: 404, nothing inserted, nothing sent',
       { skip: dialect !== 'postgres' && 'SQLite has one writer: the race needs concurrent transactions' },
@@ -154,5 +208,80 @@ for (const dialect of DIALECTS) {
       },
     );
   });
-}
 
+  describe(`accounts: a deletion cut short (${dialect})`, () => {
+    // An app of its own: no worker may run before the test starts one.
+    const errors: unknown[] = [];
+    const t = useTestApp(dialect, { env: { AUTH_CACHE_TTL: '1h' }, log: { info() {}, warn() {}, error: (obj) => void errors.push(obj) } });
+
+    test('cut short, the account stays unusable: its keys 401, the worker sends none of its deliveries and runs none of its timers; run again, it finishes', async () => {
+      const hooks = await startServer();
+      t.beforeClose(() => hooks.close());
+      const a = await t.account({ plan: 'pro' });
+      const b = await t.account({ plan: 'pro' });
+      for (const [acct, path] of [[a, 'a'], [b, 'b']] as const) {
+        const wh = await t.request('POST', '/v1/webhooks', { key: acct.key, body: { url: `${hooks.url}/${path}`, events: ['conversation.started'], secret: 'cut-short-secret' } });
+        assert.equal(wh.status, 201, wh.text);
+        // No worker runs yet: each start leaves a delivery pending and due, and an open conversation.
+        for (let i = 0; i < 3; i++) assert.equal((await t.request('POST', '/v1/chat/conversations', { key: acct.key, body: { customerId: `cus_${i}` } })).status, 201);
+      }
+      assert.equal((await t.request('GET', '/v1/documents', { key: a.key })).status, 200, 'cached by this node');
+
+      // Cut short after its first chunk: one of a's three deliveries.
+      await assert.rejects(t.ctx.services.accounts.deleteAccount(a.accountId, { chunkRows: 1, afterChunk: cutShortAfter(1) }), CutShort);
+      const left = await rowsOf(t.ctx.db, dialect, a.accountId, []);
+      assert.equal(left.accounts, 1);
+      assert.equal(left.deliveries, 2);
+      assert.equal(left.conversations, 3);
+      const marked = await t.ctx.db.selectFrom('accounts').select('deletion_started_at').where('id', '=', a.accountId).executeTakeFirstOrThrow();
+      assert.notEqual(marked.deletion_started_at, null);
+
+      // Its keys: refused at once by this node (the deletion forgot them), reads and writes; the other account's work.
+      assert.equal((await t.request('GET', '/v1/documents', { key: a.key })).status, 401);
+      assert.equal((await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'x', content: 'y' } })).status, 401);
+      assert.equal((await t.request('GET', '/v1/documents', { key: b.key })).status, 200);
+      // A node that never cached them refuses them too.
+      assert.equal(await elsewhere(t).authenticate(a.key), null);
+      assert.notEqual(await elsewhere(t).authenticate(b.key), null);
+
+      // The worker: b's deliveries go out, a's stay pending, unclaimed.
+      const worker = startWorker(t);
+      t.beforeClose(() => worker.stop());
+      await waitFor(() => hooks.received.filter((r) => r.url === '/b').length === 3, "b's deliveries sent");
+      await waitFor(() => t.ctx.deliveries.inFlight === 0, 'the worker idle');
+      await sleep(300);
+      assert.equal(hooks.received.filter((r) => r.url === '/a').length, 0, "none of a's deliveries was sent");
+      const pending = await t.ctx.db.selectFrom('deliveries').select(['status', 'lease_owner', 'attempt_count']).where('account_id', '=', a.accountId).execute();
+      assert.deepEqual(pending, [0, 1].map(() => ({ status: 'pending', lease_owner: null, attempt_count: 0 })));
+      // Its timers: no conversation of a's is ended for idleness, none erased for retention, no rundown scheduled.
+      await t.ctx.services.chat.endIdle(0);
+      const statuses = await t.ctx.db.selectFrom('conversations').select(['account_id', 'status']).where('account_id', 'in', [a.accountId, b.accountId]).execute();
+      assert.deepEqual(statuses.filter((c) => c.account_id === a.accountId).map((c) => c.status), ['active', 'active', 'active']);
+      assert.deepEqual(statuses.filter((c) => c.account_id === b.accountId).map((c) => c.status), ['ended', 'ended', 'ended']);
+      await t.ctx.db.updateTable('conversations').set({ status: 'ended', ended_at: 1 }).where('account_id', '=', a.accountId).execute();
+      const erasable = await conversationsRepository.endedBefore(t.ctx.db, Date.now() + 60_000, 1_000);
+      assert.ok(erasable.some((c) => c.account_id === b.accountId));
+      assert.ok(!erasable.some((c) => c.account_id === a.accountId));
+      const due = await rundownsRepository.accountsMissingWindow(t.ctx.db, { from: 0, to: Date.now() + 60_000 });
+      assert.ok(due.some((x) => x.id === b.accountId));
+      assert.ok(!due.some((x) => x.id === a.accountId));
+      // Nothing can be added to it: a key, a change.
+      await assert.rejects(t.ctx.services.accounts.createKey({ accountId: a.accountId }), /is being deleted/);
+      await assert.rejects(t.ctx.services.accounts.updateAccount(a.accountId, { name: 'X' }), /is being deleted/);
+      // Listed as being deleted since the first run's start.
+      const listed = (await t.ctx.services.accounts.listAccounts()).find((x) => x.id === a.accountId);
+      assert.equal(listed?.deletionStartedAt, new Date(marked.deletion_started_at!).toISOString());
+
+      // Run again, it goes on from where the first stopped, counting what it deleted itself.
+      const r = await t.ctx.services.accounts.deleteAccount(a.accountId);
+      assert.equal(r.resumed, true);
+      assert.equal(r.counts.deliveries, 2);
+      assert.equal(r.counts.conversations, 3);
+      assert.ok(Object.values(await rowsOf(t.ctx.db, dialect, a.accountId, [])).every((n) => n === 0));
+      assert.equal(await orphanAttempts(t.ctx.db), 0);
+      assert.equal(hooks.received.filter((r) => r.url === '/a').length, 0);
+      assert.deepEqual(errors, []);
+    });
+
+  });
+}

@@ -3,6 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../../../src/db/database.js';
 import type { DB } from '../../../src/db/schema.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
+import { newId } from '../../../src/lib/ids.js';
 import type { TestApp } from '../../helpers/app.js';
 
 /**
@@ -98,4 +99,107 @@ export async function twoFilledAccounts(t: TestApp, dialect: DialectName, receiv
   for (const [table, n] of Object.entries(before)) assert.ok(n > 0, `the filled account has rows in ${table}`);
   const otherBefore = await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds);
   return { a, b, filledA, filledB, before, otherBefore };
+}
+
+/** How many rows bulkFill writes: conversations (each with `messagesEach` messages), events, deliveries (each with `attemptsEach` attempts). */
+export interface BulkShape {
+  conversations: number;
+  messagesEach: number;
+  events: number;
+  deliveries: number;
+  attemptsEach: number;
+}
+
+/**
+ * Gives an existing account many rows fast, written straight into the tables (the API would take minutes): a webhook,
+ * conversations with their messages, events, and succeeded deliveries of those events with their attempts, each row
+ * with a body of a few hundred bytes as real ones have. For the tests of a large account's deletion. Answers the rows
+ * written per kind, named as the deletion reports them.
+ */
+export async function bulkFill(db: Kysely<DB>, accountId: string, shape: BulkShape, t0 = Date.UTC(2026, 0, 5)) {
+  const filler = 'lorem ipsum dolor sit amet '.repeat(8);
+  const inBatches = async <R>(rows: R[], insert: (slice: R[]) => Promise<unknown>) => {
+    for (let i = 0; i < rows.length; i += 500) await insert(rows.slice(i, i + 500));
+  };
+  const webhookId = newId('wh', t0);
+  await db.insertInto('webhooks').values({ id: webhookId, account_id: accountId, url: 'https://hooks.example.com/bulk', events: JSON.stringify(['conversation.started']), secret: 'bulk-secret', enabled: 1, disabled_reason: null, created_at: t0, updated_at: t0 }).execute();
+  const conversations = Array.from({ length: shape.conversations }, (_, c) => ({
+    id: newId('conv', t0 + c),
+    account_id: accountId,
+    customer_id: `cust_${c}`,
+    customer_label: `Customer ${c}`,
+    metadata: '{}',
+    status: 'ended' as const,
+    outcome: 'resolved' as const,
+    tags: '[]',
+    message_count: shape.messagesEach,
+    created_at: t0 + c,
+    last_message_at: t0 + c,
+    ended_at: t0 + c,
+  }));
+  await inBatches(conversations, (slice) => db.insertInto('conversations').values(slice).execute());
+  const messages = conversations.flatMap((c, ci) =>
+    Array.from({ length: shape.messagesEach }, (_, i) => ({
+      id: newId('msg', t0 + ci),
+      account_id: accountId,
+      conversation_id: c.id,
+      role: i % 2 ? ('assistant' as const) : ('customer' as const),
+      content: `${i % 2 ? 'Answer' : 'Question'} ${i}: ${filler}`,
+      created_at: t0 + ci,
+      seq: i + 1,
+    })),
+  );
+  await inBatches(messages, (slice) => db.insertInto('messages').values(slice).execute());
+  const events = Array.from({ length: shape.events }, (_, e) => ({
+    id: newId('evt', t0 + e),
+    account_id: accountId,
+    kind: 'conversation.started',
+    payload: JSON.stringify({ event: 'conversation.started', data: { conversationId: conversations[e % Math.max(1, conversations.length)]?.id ?? null, note: filler } }),
+    created_at: t0 + e,
+  }));
+  await inBatches(events, (slice) => db.insertInto('events').values(slice).execute());
+  const deliveries = Array.from({ length: shape.deliveries }, (_, d) => {
+    const event = events[d % Math.max(1, events.length)];
+    return {
+      id: newId('dlv', t0 + d),
+      account_id: accountId,
+      webhook_id: webhookId,
+      event_id: event?.id ?? null,
+      event: 'conversation.started',
+      url: 'https://hooks.example.com/bulk',
+      secret: 'bulk-secret',
+      body: event?.payload ?? '{}',
+      status: 'succeeded' as const,
+      attempt_count: shape.attemptsEach,
+      auto_attempts: shape.attemptsEach,
+      next_attempt_at: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      created_at: t0 + d,
+      updated_at: t0 + d,
+    };
+  });
+  await inBatches(deliveries, (slice) => db.insertInto('deliveries').values(slice).execute());
+  const attempts = deliveries.flatMap((d) =>
+    Array.from({ length: shape.attemptsEach }, (_, a) => ({
+      delivery_id: d.id,
+      attempt: a + 1,
+      kind: 'auto' as const,
+      at: d.created_at + a,
+      status_code: a === shape.attemptsEach - 1 ? 200 : 500,
+      duration_ms: 12,
+      error: null,
+      response_body: 'ok',
+      worker: 'bulk',
+    })),
+  );
+  await inBatches(attempts, (slice) => db.insertInto('delivery_attempts').values(slice).execute());
+  return {
+    conversations: conversations.length,
+    messages: messages.length,
+    events: events.length,
+    webhooks: 1,
+    deliveries: deliveries.length,
+    deliveryAttempts: attempts.length,
+  };
 }

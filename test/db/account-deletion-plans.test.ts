@@ -1,0 +1,127 @@
+/*
+ * The statements of `parley accounts delete` (accounts.service.ts deleteAccount) read an account's rows through
+ * indexes, chunk after chunk, on both dialects: a chunk that scanned a table would read the whole table each time,
+ * and the deletion of a large account would take as long as a scan per chunk. Migration 0015 added the one index they
+ * lacked, deliveries by account (deliveries_account), partial so that it serves only them: the other queries on
+ * deliveries that name the account keep their plans (checked here too).
+ *
+ * Each statement is captured as it runs (a Kysely plugin) and then explained with its own parameters. SQLite is
+ * explained as the service runs it, without statistics (nothing runs ANALYZE). PostgreSQL plans with statistics
+ * (ANALYZE here, autovacuum in a deployment) and rightly prefers a scan of a table its chunk would read a large share
+ * of: the chunks are kept small against the tables (50 rows against tens of thousands), as 2,000 rows are against the
+ * tables of an account large enough for the chunks to matter.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
+import type { DialectName } from '../../src/db/database.js';
+import type { DB } from '../../src/db/schema.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { createAccountsService } from '../../src/modules/accounts/accounts.service.js';
+import { conversationsRepository } from '../../src/modules/conversations/conversations.repository.js';
+import { deliveriesRepository } from '../../src/modules/webhooks/webhooks.repository.js';
+import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/db.js';
+import { bulkFill } from '../modules/accounts/fixtures.js';
+
+/** A Kysely on `db` that records every statement it runs (raw `sql` ones too), compiled, with its parameters. */
+function capturing(db: Kysely<DB>) {
+  const seen: CompiledQuery[] = [];
+  const plugin: KyselyPlugin = {
+    transformQuery: ({ node, queryId }) => {
+      seen.push(db.getExecutor().compileQuery(node, queryId));
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  };
+  return { db: db.withPlugin(plugin), seen };
+}
+
+async function planOf(db: Kysely<DB>, dialect: DialectName, q: CompiledQuery): Promise<string> {
+  if (dialect === 'sqlite') {
+    const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
+    return rows.map((r) => r.detail).join('\n');
+  }
+  const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]));
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
+}
+
+/** The tables the fill makes large: where a scan would cost. */
+const LARGE = ['deliveries', 'delivery_attempts', 'events', 'messages'];
+
+for (const dialect of DIALECTS) {
+  describe(`account deletion: every chunk reads through an index (migration 0015) (${dialect})`, () => {
+    let database: TestDatabase;
+    const deleted = 'acct_deleted';
+    const others = ['acct_other1', 'acct_other2'];
+    before(async () => {
+      database = await createTestDatabase(dialect);
+      for (const id of [deleted, ...others]) {
+        await database.db.insertInto('accounts').values({ id, name: id, plan: 'pro', rate_limit_minute: null, rate_limit_day: null, assistant_settings: null, created_at: 0, deletion_started_at: null }).execute();
+      }
+      // Several chunks of each large table for the account deleted; far more rows for the others.
+      await bulkFill(database.db, deleted, { conversations: 15, messagesEach: 20, events: 200, deliveries: 200, attemptsEach: 2 });
+      for (const id of others) await bulkFill(database.db, id, { conversations: 500, messagesEach: 20, events: 8_000, deliveries: 8_000, attemptsEach: 2 });
+      if (dialect === 'postgres') await database.db.executeQuery(CompiledQuery.raw('analyze'));
+    });
+    after(() => database?.cleanup());
+
+    test("the deletion's statements: no scan of a table; deliveries by deliveries_account, their attempts by their primary key", async () => {
+      const c = capturing(database.db);
+      const r = await createAccountsService(c.db, systemClock, { dialect }).deleteAccount(deleted, { chunkRows: 50 });
+      assert.equal(r.counts.deliveries, 200);
+      assert.equal(r.counts.deliveryAttempts, 400);
+      assert.equal(r.counts.messages, 300);
+      // Each statement text once (the chunks repeat them), with the parameters of its first run.
+      const statements = [...new Map(c.seen.map((q) => [q.sql, q])).values()];
+      // Chunk statements: the bounded reads (LIMIT) and the deletes by the ids a chunk read.
+      const chunks = statements.filter((q) => / limit \d+/.test(q.sql) || /" in \((\?|\$\d+), /.test(q.sql));
+      assert.ok(chunks.length >= 10, chunks.map((q) => q.sql).join('\n'));
+      const plans = new Map<string, string>();
+      for (const q of statements) plans.set(q.sql, await planOf(database.db, dialect, q));
+      const planOfStatement = (pattern: RegExp) => {
+        const q = statements.find((s) => pattern.test(s.sql));
+        assert.ok(q, `a statement matching ${pattern}`);
+        return plans.get(q.sql)!;
+      };
+
+      if (dialect === 'sqlite') {
+        for (const q of statements) assert.doesNotMatch(plans.get(q.sql)!, /^SCAN /m, `${q.sql}\n${plans.get(q.sql)}`);
+        assert.match(planOfStatement(/^select id from "deliveries" where account_id = \? and id is not null order by "id" limit 50$/), /^SEARCH deliveries USING COVERING INDEX deliveries_account \(account_id=\? AND id>\?\)$/m);
+        assert.match(planOfStatement(/^delete from "delivery_attempts" where "delivery_id" in \(\?/), /^SEARCH delivery_attempts USING INDEX sqlite_autoindex_delivery_attempts_1 \(delivery_id=\?\)$/m);
+        // The final transaction's lock read of what is left.
+        assert.match(planOfStatement(/^select "id" from "deliveries" where "account_id" = \? and "id" is not null order by "id"$/), /deliveries_account/);
+      } else {
+        for (const q of chunks) {
+          for (const table of LARGE) assert.doesNotMatch(plans.get(q.sql)!, new RegExp(`Seq Scan on ${table}\\b`), `${q.sql}\n${plans.get(q.sql)}`);
+        }
+        assert.match(planOfStatement(/^select id from "deliveries" where account_id = \$1 and id is not null order by "id" limit 50 for update$/), /Index Scan using deliveries_account on deliveries/);
+        assert.match(planOfStatement(/^delete from "delivery_attempts" where "delivery_id" in \(\$1/), /Index Scan on delivery_attempts_pk|Index Scan using delivery_attempts_pk/);
+        assert.match(planOfStatement(/^select "id" from "deliveries" where "account_id" = \$1 and "id" is not null order by "id" for update$/), /deliveries_account/);
+      }
+    });
+
+    test("the other queries on deliveries that name the account keep their indexes (an erasure's by event, a webhook's cancel, its list)", async () => {
+      const account = others[0]!;
+      const eventIds = (await database.db.selectFrom('events').select('id').where('account_id', '=', account).orderBy('id').limit(3).execute()).map((e) => e.id);
+      const webhookId = (await database.db.selectFrom('webhooks').select('id').where('account_id', '=', account).executeTakeFirstOrThrow()).id;
+      const c = capturing(database.db);
+      // Run inside a transaction rolled back: only their statements matter here, not what they change.
+      await c.db
+        .transaction()
+        .execute(async (trx) => {
+          await conversationsRepository.deleteDeliveriesOf(trx, account, eventIds);
+          await deliveriesRepository.cancelPending(trx, account, webhookId, Date.now());
+          await deliveriesRepository.list(trx, account, webhookId, { status: 'all', limit: 20, offset: 0 });
+          throw new Error('rollback');
+        })
+        .catch((err: Error) => assert.equal(err.message, 'rollback'));
+      const onDeliveries = c.seen.filter((q) => /from "deliveries"|update "deliveries"/.test(q.sql));
+      assert.ok(onDeliveries.length >= 4, onDeliveries.map((q) => q.sql).join('\n'));
+      for (const q of onDeliveries) {
+        const plan = await planOf(database.db, dialect, q);
+        assert.doesNotMatch(plan, /deliveries_account/, `${q.sql}\n${plan}`);
+        assert.doesNotMatch(plan, dialect === 'sqlite' ? /^SCAN deliveries/m : /Seq Scan on deliveries/, `${q.sql}\n${plan}`);
+      }
+    });
+  });
+}
