@@ -303,7 +303,11 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(await applied(crashed.url), Object.keys(migrations), 'the upgrade completed');
         const after = await rowsOf(crashed.url);
         const { knowledge_version: _dropped, ...accountAfterUpgrade } = before.accounts![0] as Record<string, unknown>;
-        assert.deepEqual(after, { ...before, accounts: [accountAfterUpgrade] }, 'every row kept (0006 moved the knowledge version to its own table)');
+        assert.deepEqual(
+          after,
+          { ...before, accounts: [{ ...accountAfterUpgrade, deletion_started_at: null }] },
+          'every row kept (0006 moved the knowledge version to its own table; 0015 added deletion_started_at, null: no deletion under way)',
+        );
 
         // The same answers as the database upgraded without a crash.
         const [aUrl, bUrl] = await Promise.all([restarted.listening, control.listening]);
