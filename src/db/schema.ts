@@ -16,7 +16,7 @@ export interface AccountsTable {
   assistant_settings: string | null;
   created_at: number;
   /**
-   * When `parley accounts delete` began deleting the account (migration 0015); null for a usable account. Once set the
+   * When `parley accounts delete` began deleting the account (migration 0016); null for a usable account. Once set the
    * account is unusable until its deletion, run again if it was cut short, removes the row.
    */
   deletion_started_at: number | null;

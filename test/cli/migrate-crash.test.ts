@@ -306,7 +306,7 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(
           after,
           { ...before, accounts: [{ ...accountAfterUpgrade, deletion_started_at: null }] },
-          'every row kept (0006 moved the knowledge version to its own table; 0015 added deletion_started_at, null: no deletion under way)',
+          'every row kept (0006 moved the knowledge version to its own table; 0016 added deletion_started_at, null: no deletion under way)',
         );
 
         // The same answers as the database upgraded without a crash.

@@ -1,7 +1,7 @@
 /*
  * The statements of `parley accounts delete` (accounts.service.ts deleteAccount) read an account's rows through
  * indexes, chunk after chunk, on both dialects: a chunk that scanned a table would read the whole table each time,
- * and the deletion of a large account would take as long as a scan per chunk. Migration 0015 added the one index they
+ * and the deletion of a large account would take as long as a scan per chunk. Migration 0016 added the one index they
  * lacked, deliveries by account (deliveries_account), partial so that it serves only them: the other queries on
  * deliveries that name the account keep their plans (checked here too).
  *
@@ -49,7 +49,7 @@ async function planOf(db: Kysely<DB>, dialect: DialectName, q: CompiledQuery): P
 const LARGE = ['deliveries', 'delivery_attempts', 'events', 'messages'];
 
 for (const dialect of DIALECTS) {
-  describe(`account deletion: every chunk reads through an index (migration 0015) (${dialect})`, () => {
+  describe(`account deletion: every chunk reads through an index (migration 0016) (${dialect})`, () => {
     let database: TestDatabase;
     const deleted = 'acct_deleted';
     const others = ['acct_other1', 'acct_other2'];

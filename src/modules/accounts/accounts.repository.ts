@@ -110,7 +110,7 @@ export const noOwnedRows = (): OwnedCounts => Object.fromEntries([...OWNED_TABLE
 
 /**
  * The account's deliveries: through deliveries_account, which a query can use only by stating its predicate,
- * `id is not null` (migration 0015 says why); without it, a scan of every account's deliveries.
+ * `id is not null` (migration 0016 says why); without it, a scan of every account's deliveries.
  */
 const deliveriesOf = (db: Conn, accountId: string) => db.selectFrom('deliveries').where('account_id', '=', accountId).where('id', 'is not', null);
 
