@@ -305,8 +305,12 @@ for (const dialect of DIALECTS) {
         const { knowledge_version: _dropped, ...accountAfterUpgrade } = before.accounts![0] as Record<string, unknown>;
         assert.deepEqual(
           after,
-          { ...before, accounts: [{ ...accountAfterUpgrade, deletion_started_at: null }] },
-          'every row kept (0006 moved the knowledge version to its own table; 0016 added deletion_started_at, null: no deletion under way)',
+          {
+            ...before,
+            accounts: [{ ...accountAfterUpgrade, deletion_started_at: null }],
+            webhooks: before.webhooks!.map((w) => ({ ...(w as Record<string, unknown>), previous_secret: null, secret_changed_at: null })),
+          },
+          'every row kept (0006 moved the knowledge version to its own table; 0015 added the webhooks\' previous_secret and secret_changed_at, null: never rotated; 0016 deletion_started_at, null: no deletion under way)',
         );
 
         // The same answers as the database upgraded without a crash.
