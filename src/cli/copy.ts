@@ -33,6 +33,13 @@ export async function copyCommand(config: Config, from: string | undefined, out:
     target = (await openMigrated(config, { migrate: 'new-only', poolSize: 2 })).database;
     const result = await copyDatabase(source, target, (table, rows) => process.stderr.write(`parley: copied ${table} (${rows} row${rows === 1 ? '' : 's'})\n`));
     const summary = { from: withoutPassword(from), to: withoutPassword(config.databaseUrl), ...result };
+    if (result.sourceChangedDuringCopy.length) {
+      // The likeliest mistake of a move: a node left running on the source. The copy is consistent, but behind.
+      process.stderr.write(
+        `parley: warning: the source was written to during the copy (${result.sourceChangedDuringCopy.join(', ')}): the copy lacks those writes. ` +
+          'Stop every node using the source, then copy again into a new, empty database\n',
+      );
+    }
     out(summary, `Copied ${result.rows} rows in ${result.durationMs} ms from ${summary.from} to ${summary.to}.`);
     return 0;
   } finally {

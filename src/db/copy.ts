@@ -51,6 +51,12 @@ export interface CopyResult {
   tables: Record<Table, number>;
   rows: number;
   durationMs: number;
+  /**
+   * Tables whose row count in the source differs, once the copy committed, from what was copied: something wrote to
+   * the source during the copy (a node still running), and the copy lacks it. Empty when nothing was seen; a write
+   * that only changed rows is not seen.
+   */
+  sourceChangedDuringCopy: Table[];
 }
 
 /**
@@ -147,7 +153,9 @@ export async function copyDatabase(source: Database, target: Database, onTable?:
   // The copied tables only (a bare ANALYZE would walk every schema of the database).
   if (target.dialect === 'postgres') await sql`analyze ${sql.join(TABLE_NAMES.map((t) => sql.table(t)))}`.execute(target.db);
   const rows = Object.values(tables).reduce((a, b) => a + b, 0);
-  return { tables, rows, durationMs: Math.round(performance.now() - started) };
+  const sourceChangedDuringCopy: Table[] = [];
+  for (const table of TABLE_NAMES) if ((await countOf(source.db, table)) !== tables[table]) sourceChangedDuringCopy.push(table);
+  return { tables, rows, durationMs: Math.round(performance.now() - started), sourceChangedDuringCopy };
 }
 
 async function countOf(db: AnyConn, table: Table): Promise<number> {

@@ -101,6 +101,8 @@ for (const from of ['sqlite', 'postgres'] as const) {
       const said = oneJson(r);
       assert.deepEqual(said.tables, Object.fromEntries(TABLE_NAMES.map((t) => [t, before[t]!.length])));
       assert.equal(said.rows, Object.values(before).reduce((n, rows) => n + rows.length, 0));
+      assert.deepEqual(said.sourceChangedDuringCopy, []);
+      assert.doesNotMatch(r.stderr, /warning/);
       assert.doesNotMatch(r.stdout, /password/);
 
       const copy = open(url);
@@ -248,6 +250,56 @@ describe('parley copy killed mid-way (postgres target)', () => {
         const again = await cli(['copy', '--from', source.database.url, '--json'], { DATABASE_URL: target.url });
         assert.equal(again.code, 0, again.stderr);
         assert.deepEqual(await countRows(t.db), await countRows(source.ctx.db));
+      } finally {
+        await t.close();
+      }
+    } finally {
+      await source.close();
+      await receiver.close();
+      await target.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('parley copy beside a node still writing to the source', () => {
+  test('the copy is the snapshot it began with, and says which tables the source gained rows in meanwhile', async () => {
+    assertBuildIsFresh();
+    const dir = mkdtempSync(join(tmpdir(), 'parley-copy-'));
+    const source = await createTestApp('sqlite', { sqliteFile: join(dir, 'source.db') });
+    const receiver = await startServer();
+    const target = await freshDatabase('postgres');
+    try {
+      const key = await fill(source, receiver);
+      const documentsBefore = (await countRows(source.ctx.db)).documents!;
+      assert.equal((await cli(['migrate'], { DATABASE_URL: target.url })).code, 0);
+      const t = openDatabase(target.url, { poolSize: 2 });
+      try {
+        // The events' insert waits, so the document below is written while the copy is under way.
+        await sql`create function slow_events() returns trigger language plpgsql as $$ begin perform pg_sleep(0.05); return new; end $$`.execute(t.db);
+        await sql`create trigger slow_events before insert on events for each row execute function slow_events()`.execute(t.db);
+        const child = spawn(process.execPath, [ENTRY, 'copy', '--from', source.database.url, '--json'], {
+          env: { PATH: process.env.PATH ?? '', DATABASE_URL: target.url },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        const exited = new Promise<number | null>((r) => child.once('exit', r));
+        await new Promise<void>((resolve) => {
+          child.stderr.on('data', (c: Buffer) => {
+            stderr += c.toString();
+            if (stderr.includes('copied messages')) resolve();
+          });
+        });
+        const doc = await source.request('POST', '/v1/documents', { key, body: { title: 'Written during the copy', content: 'Not in it.' } });
+        assert.equal(doc.status, 201, doc.text);
+        assert.equal(await exited, 0, stderr);
+        const said = oneJson({ code: 0, stdout, stderr });
+        assert.ok(said.sourceChangedDuringCopy.includes('documents'), JSON.stringify(said.sourceChangedDuringCopy));
+        assert.match(stderr, /warning: the source was written to during the copy \(.*documents.*\): the copy lacks those writes/);
+        assert.equal(said.tables.documents, documentsBefore, 'the copy is the snapshot it began with');
+        assert.equal((await countRows(t.db)).documents, documentsBefore);
       } finally {
         await t.close();
       }
