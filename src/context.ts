@@ -55,7 +55,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const workflows = createWorkflowsService(db, clock, events);
   const faqs = createFaqsService(db, clock);
   const analytics = createAnalyticsService(db, database.dialect);
-  const rundowns = createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, log });
+  const rundowns = createRundownsService({ db, clock, events, analytics, faqs, intervalMs: config.rundownIntervalMs, backfill: config.rundownBackfill, log });
   const services = {
     accounts: createAccountsService(db, clock, { dialect: database.dialect, authCacheTtlMs: config.authCacheTtlMs, log }),
     documents: createDocumentsService(db, clock),

@@ -486,6 +486,7 @@ export function cliConfigSuite() {
         ['LLM_TIMEOUT', 'abc', /LLM_TIMEOUT="abc": must be a positive duration/],
         ['AUTH_CACHE_TTL', 'x', /AUTH_CACHE_TTL="x": must be a duration \(0 turns it off\)/],
         ['WEBHOOK_MAX_PER_ACCOUNT', '0', /WEBHOOK_MAX_PER_ACCOUNT="0": must be an integer from 1 to 1000/],
+        ['RUNDOWN_BACKFILL', '1001', /RUNDOWN_BACKFILL="1001": must be an integer from 0 to 1000/],
         // A fraction would be read as half a percent by some and half by others: a percentage only.
         ['PUBLIC_KEY_RATE_SHARE', '0.5', /PUBLIC_KEY_RATE_SHARE="0.5": must be a percentage from 1 to 100, such as 50%/],
         ['PUBLIC_KEY_RATE_SHARE', '0%', /PUBLIC_KEY_RATE_SHARE="0%": must be a percentage/],

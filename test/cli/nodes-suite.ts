@@ -223,9 +223,9 @@ export function nodesSuite(dialect: DialectName) {
       const generated = [...got.values()].filter((e) => e.event === 'rundown.generated').map((e) => e.data.from as string);
       // (Windows that began before the webhook existed may have been sent to nobody.)
       for (const from of froms.filter((f) => Date.parse(f) >= hookCreatedAt)) assert.equal(generated.filter((f) => f === from).length, 1, `one rundown.generated for ${from}`);
-      // Windows are aligned to the interval. (A window no worker got to while it was the last complete one is not
-      // back-filled, README Known limits: on a machine loaded enough to stall both workers for 2 s, one can be
-      // missing, so the test does not ask for every window.)
+      // Windows are aligned to the interval. (A missed window is back-filled only while it is within RUNDOWN_BACKFILL
+      // windows of the last complete one, README Known limits: 7 windows of 2 s, so only a stall of both workers for
+      // over 16 s leaves one missing; the test still does not ask for every window.)
       for (const from of froms) assert.equal(Date.parse(from) % 2_000, 0);
     });
   });

@@ -183,26 +183,71 @@ export const rundownsRepository = {
   faqQuestions(db: Conn, accountId: string) {
     return db.selectFrom('faqs').select('question').where('account_id', '=', accountId).execute();
   },
-  /** Accounts created before the window ended that have no scheduled rundown of it yet, but those being deleted. */
-  accountsMissingWindow(db: Conn, w: Period) {
+  /**
+   * The scheduled rundowns a run of the scheduler should make, as (window, account) pairs, oldest window first, then by
+   * account: every pair of one of `windows` (`last` marks the last complete one) and an account created before it
+   * ended, not being deleted, with no scheduled rundown of exactly that window. A window before the last one is left
+   * out, too, when the account's scheduled rundown that starts last before the window's end reaches into it: after
+   * RUNDOWN_INTERVAL changes, the new windows the old interval's rundowns already covered are not digested again.
+   * That rundown is the only one looked at (one probe, not a scan of the account's history): one starting earlier and
+   * reaching past a later one happens only after two interval changes and is missed (docs/rundowns.md).
+   *
+   * One statement for every window, and one probe of rundowns_scheduled_window per pair: the last window asks for its
+   * own rundown, the others for the latest one before their end (which is theirs when it was made). Written as one OR
+   * so that PostgreSQL keeps both as per-row probes: a bare NOT EXISTS became a hash anti join that read every scheduled
+   * rundown of every account, each run, when its statistics said the table was small. A run that finds nothing (the
+   * common case, about every minute) returns no row. 'schedule' is a literal, not a parameter: PostgreSQL's generic plan
+   * of a prepared statement cannot know a parameter will be 'schedule', so could not use the partial index.
+   */
+  missingScheduled(db: Conn, windows: readonly (Period & { last: boolean })[]) {
+    // Typed where they are written: PostgreSQL takes an untyped parameter in VALUES as text.
+    const rows = windows.map((w) => sql`(cast(${w.from} as bigint), cast(${w.to} as bigint), cast(${w.last ? 1 : 0} as integer))`);
+    // column1.. are the names both dialects give the columns of a VALUES list.
+    const list = sql<{ from_ts: number; to_ts: number; last: number }>`(select column1 as from_ts, column2 as to_ts, column3 as last from (values ${sql.join(rows)}) as v)`;
+    const scheduled = sql.lit<RundownsTable['trigger']>('schedule');
     return db
-      .selectFrom('accounts')
-      .select('id')
-      .where('created_at', '<', w.to)
-      .where('deletion_started_at', 'is', null)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('rundowns')
-              .select('rundowns.id')
-              .whereRef('rundowns.account_id', '=', 'accounts.id')
-              .where('rundowns.trigger', '=', 'schedule')
-              .where('rundowns.from_ts', '=', w.from)
-              .where('rundowns.to_ts', '=', w.to),
-          ),
-        ),
+      .selectFrom(list.as('w'))
+      .innerJoin('accounts as a', (j) => j.on('a.created_at', '<', sql.ref('w.to_ts')))
+      .select(['w.from_ts', 'w.to_ts', 'a.id as account_id'])
+      .where('a.deletion_started_at', 'is', null)
+      .where(({ and, or, eb, not, exists, selectFrom }) =>
+        or([
+          and([
+            eb('w.last', '=', sql.lit(1)),
+            not(
+              exists(
+                selectFrom('rundowns as r')
+                  .select('r.id')
+                  .whereRef('r.account_id', '=', 'a.id')
+                  .where('r.trigger', '=', scheduled)
+                  .whereRef('r.from_ts', '=', 'w.from_ts')
+                  .whereRef('r.to_ts', '=', 'w.to_ts'),
+              ),
+            ),
+          ]),
+          // Covers "no rundown of exactly this window" too: that one would start before the window ends and reach into it.
+          and([
+            eb('w.last', '=', sql.lit(0)),
+            eb(
+              eb.fn.coalesce(
+                selectFrom('rundowns as r')
+                  .select('r.to_ts')
+                  .whereRef('r.account_id', '=', 'a.id')
+                  .where('r.trigger', '=', scheduled)
+                  .whereRef('r.from_ts', '<', 'w.to_ts')
+                  .orderBy('r.from_ts', 'desc')
+                  .orderBy('r.to_ts', 'desc')
+                  .limit(sql.lit(1)),
+                'w.from_ts',
+              ),
+              '<=',
+              eb.ref('w.from_ts'),
+            ),
+          ]),
+        ]),
       )
-      .orderBy('id')
+      .orderBy('w.from_ts')
+      .orderBy('a.id')
       .execute();
   },
 };

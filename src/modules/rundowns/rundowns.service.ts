@@ -160,6 +160,17 @@ export function lastCompleteWindow(now: number, intervalMs: number): Period {
   return { from: to - intervalMs, to };
 }
 
+/**
+ * The windows one scheduler run looks at, oldest first: the `backfill` complete windows before the last one, then the
+ * last one (`last`). Oldest first so that an account's rundown.generated events are emitted in the windows' order.
+ */
+export function windowsToSchedule(now: number, intervalMs: number, backfill: number): (Period & { last: boolean })[] {
+  const { from } = lastCompleteWindow(now, intervalMs);
+  const out: (Period & { last: boolean })[] = [];
+  for (let i = backfill; i >= 0; i--) out.push({ from: from - i * intervalMs, to: from - (i - 1) * intervalMs, last: i === 0 });
+  return out;
+}
+
 function parsePeriod(body: CreateRundownBody): Period {
   const out: Partial<Period> = {};
   for (const field of ['from', 'to'] as const) {
@@ -180,9 +191,12 @@ export function createRundownsService(deps: {
   analytics: AnalyticsService;
   faqs: FaqsService;
   intervalMs: number;
+  /** RUNDOWN_BACKFILL: how many complete windows before the last one the scheduler also makes missed rundowns of. */
+  backfill?: number;
   log?: Logger;
 }) {
   const { db, clock, events, analytics, faqs, intervalMs } = deps;
+  const backfill = deps.backfill ?? 0;
   const log = deps.log ?? silentLogger;
 
   /** Files the candidates (frequent unanswered questions) as pending FAQs, never one the account already has in any status. */
@@ -424,20 +438,22 @@ export function createRundownsService(deps: {
     },
 
     /**
-     * The scheduled rundowns of the last complete window, for every account that existed before it ended and
-     * has none yet; older missed windows are not back-filled. Answers how many this call generated.
+     * The scheduled rundowns of the last complete window and of the `backfill` windows before it that are missing,
+     * oldest window first, for every account that existed before the window ended (repository.missingScheduled says
+     * which). Answers how many this call generated.
      */
     async generateDue(signal?: AbortSignal) {
-      const window = lastCompleteWindow(clock.now(), intervalMs);
-      const due = await repo.accountsMissingWindow(db, window);
+      const due = await repo.missingScheduled(db, windowsToSchedule(clock.now(), intervalMs, backfill));
       let made = 0;
-      for (const { id } of due) {
+      for (const d of due) {
         if (signal?.aborted) break;
+        const window = { from: d.from_ts, to: d.to_ts };
         try {
-          if (await generate(id, window, 'schedule')) made++;
+          if (await generate(d.account_id, window, 'schedule')) made++;
         } catch (err) {
-          // One account's failure must not starve the others; the next run tries it again.
-          log.error({ err, accountId: id }, 'scheduled rundown failed');
+          // One failure must not starve the other accounts, nor this account's later windows; the next run tries it
+          // again (it is still missing, and no later window of the same interval starts before it ends).
+          log.error({ err, accountId: d.account_id, from: toIso(window.from), to: toIso(window.to) }, 'scheduled rundown failed');
         }
       }
       return made;

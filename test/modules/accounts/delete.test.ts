@@ -262,7 +262,7 @@ for (const dialect of DIALECTS) {
       const erasable = await conversationsRepository.endedBefore(t.ctx.db, Date.now() + 60_000, 1_000);
       assert.ok(erasable.some((c) => c.account_id === b.accountId));
       assert.ok(!erasable.some((c) => c.account_id === a.accountId));
-      const due = await rundownsRepository.accountsMissingWindow(t.ctx.db, { from: 0, to: Date.now() + 60_000 });
+      const due = (await rundownsRepository.missingScheduled(t.ctx.db, [{ from: 0, to: Date.now() + 60_000, last: true }])).map((x) => ({ id: x.account_id }));
       assert.ok(due.some((x) => x.id === b.accountId));
       assert.ok(!due.some((x) => x.id === a.accountId));
       // Nothing can be added to it: a key, a change.

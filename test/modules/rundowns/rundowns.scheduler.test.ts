@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { loadConfig } from '../../../src/config.js';
 import { createContext, type AppContext } from '../../../src/context.js';
 import { openDatabase, type Database } from '../../../src/db/database.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
-import { useTestApp } from '../../helpers/app.js';
-import { DIALECTS } from '../../helpers/db.js';
+import type { FakeClock } from '../../../src/lib/clock.js';
+import { createTestApp, useTestApp, type TestApp } from '../../helpers/app.js';
+import { DIALECTS, insertionOrder } from '../../helpers/db.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, MIN, T0 } from './helpers.js';
+
+/** What createTestApp's config is made of (its own defaults). */
+const TEST_ENV = { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', AUTH_CACHE_TTL: '0' };
 
 for (const dialect of DIALECTS) {
   describe(`scheduled rundowns (${dialect})`, () => {
@@ -67,18 +75,48 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await Promise.all(runners.map((c) => c.services.rundowns.generateDue())), [0, 0, 0, 0], 'already made');
     });
 
-    test('missed windows are not back-filled: only the last complete one is made', async () => {
-      t.fakeClock.set(T0 + 4 * DAY + HOUR);
+    // This test said "missed windows are not back-filled: only the last complete one is made" until RUNDOWN_BACKFILL
+    // (default 7): the same outage now gets its missed windows made. The old behaviour, RUNDOWN_BACKFILL=0, is below.
+    test('a worker down for three windows: the next run makes their rundowns and the last one\'s, oldest first, once', async () => {
+      // The last run was at T0 + 1 day + 5 min; nothing runs until T0 + 5 days: [T0 + 1d, T0 + 4d) are missed.
+      await converse(t, t.key, T0 + 2 * DAY + 3 * HOUR, ['do you deliver to mars'], { end: true });
+      t.fakeClock.set(T0 + 2 * DAY + 12 * HOUR);
+      const mid = await t.account(); // created during the outage
+      const late = (await t.ctx.services.accounts.listAccounts()).find((a) => a.id !== t.accountId && a.id !== mid.accountId)!;
+      const eventsBefore = (await generatedEvents()).length;
+
+      t.fakeClock.set(T0 + 5 * DAY + HOUR);
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 4 + 4 + 3);
+      const windowsOf = async (accountId: string) =>
+        (await scheduled()).filter((r) => r.account_id === accountId).map((r) => `${iso(r.from_ts)}/${iso(r.to_ts)}`);
+      const days = (...n: number[]) => n.map((d) => `${iso(T0 + d * DAY)}/${iso(T0 + (d + 1) * DAY)}`);
+      assert.deepEqual(await windowsOf(t.accountId), days(0, 1, 2, 3, 4));
+      assert.deepEqual(await windowsOf(late.id), days(1, 2, 3, 4), 'created at T0 + 1d + 5 min: from the window it existed in');
+      assert.deepEqual(await windowsOf(mid.accountId), days(2, 3, 4), 'created in the middle of the gap: the windows that ended after');
+
+      // Each digest is of its own window: the question asked on day 2 is in that day's rundown only.
+      const byFrom = new Map((await scheduled()).filter((r) => r.account_id === t.accountId).map((r) => [r.from_ts, JSON.parse(r.figures)]));
+      assert.deepEqual([1, 2, 3, 4].map((d) => byFrom.get(T0 + d * DAY).conversations), [0, 1, 0, 0]);
+      assert.deepEqual([1, 2, 3, 4].map((d) => byFrom.get(T0 + d * DAY).unansweredQuestions), [0, 1, 0, 0]);
+
+      // Oldest window first: in the order the events were written (all of this run share a millisecond) ...
+      const written = (await t.ctx.db.selectFrom('events').select('payload').where('kind', '=', 'rundown.generated').orderBy('created_at').orderBy(insertionOrder(dialect)).execute())
+        .slice(eventsBefore)
+        .map((e) => JSON.parse(e.payload).data.from as string);
+      assert.equal(written.length, 11);
+      assert.deepEqual(written, [...written].sort(), written.join(', '));
+      // ... and as an account's integration reads them back (GET /v1/events is newest first: timestamp, then id).
+      const feed = (await t.request('GET', '/v1/events?event=rundown.generated&limit=100', { key: t.key })).body.data.events;
+      assert.deepEqual(
+        feed.reverse().map((e: { data: { from: string } }) => e.data.from),
+        [0, 1, 2, 3, 4].map((d) => iso(T0 + d * DAY)),
+      );
+
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 0, 'each made once');
       const task = workerTasks(t.ctx).find((x) => x.name === 'rundown-scheduler')!;
       await task.run(new AbortController().signal);
-      const rows = await scheduled();
-      const windows = [...new Set(rows.map((r) => `${iso(r.from_ts)}/${iso(r.to_ts)}`))];
-      assert.deepEqual(windows, [`${iso(T0)}/${iso(T0 + DAY)}`, `${iso(T0 + 3 * DAY)}/${iso(T0 + 4 * DAY)}`]);
-      // Both accounts existed before T0 + 4 days; the empty window suggests nothing and counts zeros.
-      const last = rows.filter((r) => r.from_ts === T0 + 3 * DAY);
-      assert.equal(last.length, 2);
-      for (const r of last) assert.equal(JSON.parse(r.figures).conversations, 0);
-      assert.equal((await generatedEvents()).length, 3);
+      assert.equal((await scheduled()).length, 1 + 11);
+      assert.equal((await generatedEvents()).length, eventsBefore + 11);
     });
 
     test('manual rundowns of a period with something to suggest, requested together, all succeed', async () => {
@@ -93,6 +131,116 @@ for (const dialect of DIALECTS) {
       }
       const pending = await t.request('GET', '/v1/faqs?status=pending', { key: t.key });
       assert.equal(pending.body.data.total, 1, 'the question is filed once, by the scheduled rundown');
+    });
+  });
+
+  describe(`scheduled rundowns: how far back RUNDOWN_BACKFILL reaches (${dialect})`, () => {
+    const t = useTestApp(dialect, { fakeClock: T0 + 3 * HOUR });
+    /** Another process's worth of scheduler on this database, with its own RUNDOWN_BACKFILL. */
+    const withBackfill = (n: number) => createContext(loadConfig({ ...TEST_ENV, RUNDOWN_BACKFILL: String(n) }), t.database, t.clock).services.rundowns;
+    const windows = async () => (await t.ctx.db.selectFrom('rundowns').select(['from_ts', 'to_ts']).where('trigger', '=', 'schedule').orderBy('from_ts').execute()).map((r) => (r.from_ts - T0) / DAY);
+
+    test('RUNDOWN_BACKFILL=0 is the behaviour before it: the last complete window only', async () => {
+      t.fakeClock.set(T0 + 4 * DAY + HOUR);
+      assert.equal(await withBackfill(0).generateDue(), 1);
+      assert.deepEqual(await windows(), [3]);
+      assert.equal(await withBackfill(0).generateDue(), 0);
+    });
+
+    test('windows more than RUNDOWN_BACKFILL before the last one are not made', async () => {
+      t.fakeClock.set(T0 + 8 * DAY + HOUR);
+      assert.equal(await withBackfill(2).generateDue(), 3);
+      // Days 0-2 and 4 are missing and stay so: 4 is three windows before the last (7).
+      assert.deepEqual(await windows(), [3, 5, 6, 7]);
+      assert.equal(await withBackfill(2).generateDue(), 0);
+    });
+
+    test('a run stops between rundowns when its signal is aborted; the next one goes on from the oldest missing', async () => {
+      t.fakeClock.set(T0 + 8 * DAY + HOUR);
+      let checks = 0;
+      // Aborted once two rundowns were made: the scheduler looks at the signal before each one.
+      const signal = { get aborted() { return ++checks > 2; } } as AbortSignal;
+      assert.equal(await withBackfill(7).generateDue(signal), 2);
+      assert.deepEqual(await windows(), [0, 1, 3, 5, 6, 7], 'the two oldest');
+      // Days 2 and 4 too, though later days were made: a window missing behind made ones (left by an aborted or
+      // failed run, or an older version) is still missing, and made.
+      assert.equal(await withBackfill(7).generateDue(), 2);
+      assert.deepEqual(await windows(), [0, 1, 2, 3, 4, 5, 6, 7]);
+    });
+  });
+
+  describe(`scheduled rundowns: RUNDOWN_INTERVAL changed (${dialect})`, () => {
+    const t = useTestApp(dialect, { fakeClock: T0 + 3 * HOUR });
+    const scheduler = (env: Record<string, string>) => createContext(loadConfig({ ...TEST_ENV, ...env }), t.database, t.clock).services.rundowns;
+    const made = async () =>
+      (await t.ctx.db.selectFrom('rundowns').select(['from_ts', 'to_ts']).where('trigger', '=', 'schedule').orderBy('from_ts').orderBy('to_ts').execute()).map(
+        (r) => `${(r.from_ts - T0) / HOUR}h+${(r.to_ts - r.from_ts) / HOUR}`,
+      );
+    const hours = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${from + i}h+1`);
+
+    test('the windows of the new interval that rundowns of the old one already covered are not made again', async () => {
+      const hourly = scheduler({ RUNDOWN_INTERVAL: '1h', RUNDOWN_BACKFILL: '30' });
+      const daily = scheduler({ RUNDOWN_INTERVAL: '24h', RUNDOWN_BACKFILL: '7' });
+      // Hourly first: the account was created at 3h, so its hours from then.
+      t.fakeClock.set(T0 + DAY + MIN);
+      assert.equal(await hourly.generateDue(), 21);
+      // Then daily. Day 0 is covered by the hourly ones: not made again. Day 1 nothing covered: back-filled; day 2 is
+      // the last. (Without that rule, day 0 would be made as well.)
+      t.fakeClock.set(T0 + 3 * DAY + MIN);
+      assert.equal(await daily.generateDue(), 2);
+      assert.deepEqual(await made(), [...hours(3, 24), '24h+24', '48h+24']);
+      // Back to hourly, 30 windows back: the hours of day 2 are in day 2's rundown; those since are made. (Without the
+      // rule, 31 hourly rundowns, 21 of them of day 2 again.)
+      t.fakeClock.set(T0 + 3 * DAY + 10 * HOUR + 30 * MIN);
+      assert.equal(await hourly.generateDue(), 10);
+      assert.deepEqual(await made(), [...hours(3, 24), '24h+24', '48h+24', ...hours(72, 82)]);
+      assert.equal(await hourly.generateDue(), 0);
+      assert.equal(await daily.generateDue(), 0);
+    });
+
+    test('the last complete window is made as before, even where rundowns of another interval cover it', async () => {
+      // Back to daily on day 3 at 10h: the hours of day 3 made so far do not keep its daily rundown from being made.
+      t.fakeClock.set(T0 + 4 * DAY + MIN);
+      assert.equal(await scheduler({ RUNDOWN_INTERVAL: '24h' }).generateDue(), 1);
+      assert.deepEqual(await made(), [...hours(3, 24), '24h+24', '48h+24', '72h+1', '72h+24', ...hours(73, 82)]);
+    });
+  });
+
+  describe(`scheduled rundowns: two processes catching up at once (${dialect})`, () => {
+    let dir: string;
+    let a: TestApp;
+    let b: TestApp;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'parley-backfill-'));
+      a = await createTestApp(dialect, { fakeClock: T0 + 3 * HOUR, ...(dialect === 'sqlite' ? { sqliteFile: join(dir, 'parley.db') } : {}) });
+      b = await createTestApp(dialect, { fakeClock: T0 + 3 * HOUR, sameDatabaseAs: a });
+    });
+    after(async () => {
+      await b?.close();
+      await a?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('each missing rundown is made once, with one event, whichever process gets to it', async () => {
+      const accounts = [];
+      for (let i = 0; i < 4; i++) accounts.push(await a.account());
+      await converse(a, accounts[0]!.key, T0 + DAY + 2 * HOUR, ['do you deliver to mars'], { end: true });
+      for (const app of [a, b]) (app.clock as FakeClock).set(T0 + 6 * DAY + HOUR);
+      // Both processes' schedulers run twice at once over the same six windows of four accounts.
+      const runs = await Promise.all([a, b, a, b].map((app) => app.ctx.services.rundowns.generateDue()));
+      assert.equal(runs.reduce((x, y) => x + y, 0), 4 * 6, `made ${JSON.stringify(runs)}`);
+      const rows = await a.ctx.db.selectFrom('rundowns').select(['id', 'account_id', 'from_ts', 'to_ts']).where('trigger', '=', 'schedule').execute();
+      assert.equal(rows.length, 4 * 6);
+      assert.equal(new Set(rows.map((r) => `${r.account_id} ${r.from_ts} ${r.to_ts}`)).size, rows.length);
+      const announced = (await a.ctx.db.selectFrom('events').select('payload').where('kind', '=', 'rundown.generated').execute()).map((e) => JSON.parse(e.payload).data.rundownId);
+      assert.deepEqual(announced.sort(), rows.map((r) => r.id).sort(), 'one rundown.generated per rundown');
+      // Each account's events in the order of their windows: a process makes a window only after its own attempt at
+      // the one before has committed or found it made.
+      for (const { accountId } of accounts) {
+        const froms = (await a.ctx.db.selectFrom('events').select('payload').where('account_id', '=', accountId).where('kind', '=', 'rundown.generated').orderBy('created_at').orderBy(insertionOrder(dialect)).execute()).map((e) => JSON.parse(e.payload).data.from as string);
+        assert.deepEqual(froms, [0, 1, 2, 3, 4, 5].map((d) => iso(T0 + d * DAY)));
+      }
+      assert.deepEqual(await Promise.all([a, b].map((app) => app.ctx.services.rundowns.generateDue())), [0, 0]);
     });
   });
 }
