@@ -31,7 +31,10 @@ export async function copyCommand(config: Config, from: string | undefined, out:
     // Before DATABASE_URL is set up: a source that cannot be copied leaves no new database behind.
     await checkSource(source);
     target = (await openMigrated(config, { migrate: 'new-only', poolSize: 2 })).database;
-    const result = await copyDatabase(source, target, (table, rows) => process.stderr.write(`parley: copied ${table} (${rows} row${rows === 1 ? '' : 's'})\n`));
+    const result = await copyDatabase(source, target, {
+      onTable: (table, rows) => process.stderr.write(`parley: copied ${table} (${rows} row${rows === 1 ? '' : 's'})\n`),
+      onRows: (table, copied, of) => process.stderr.write(`parley: copying ${table}: ${copied} of ${of} rows\n`),
+    });
     const summary = { from: withoutPassword(from), to: withoutPassword(config.databaseUrl), ...result };
     if (result.sourceChangedDuringCopy.length) {
       // The likeliest mistake of a move: a node left running on the source. The copy is consistent, but behind.

@@ -118,7 +118,16 @@ async function* pagesOf(db: AnyConn, table: Table) {
  * so a copy that fails or is killed leaves the target as empty as it found it. PostgreSQL's planner statistics of
  * the new rows are gathered (ANALYZE) once committed.
  */
-export async function copyDatabase(source: Database, target: Database, onTable?: (table: Table, rows: number) => void): Promise<CopyResult> {
+export interface CopyProgress {
+  /** A table is done: the rows it copied. */
+  onTable?: (table: Table, rows: number) => void;
+  /** Within a large table, every `every` rows (default 100,000): how many of the table's `of` are copied so far. */
+  onRows?: (table: Table, copied: number, of: number) => void;
+  every?: number;
+}
+
+export async function copyDatabase(source: Database, target: Database, progress: CopyProgress = {}): Promise<CopyResult> {
+  const every = progress.every ?? 100_000;
   const started = performance.now();
   await checkSource(source);
   const tables = {} as Record<Table, number>;
@@ -128,6 +137,10 @@ export async function copyDatabase(source: Database, target: Database, onTable?:
       if (filled.length) throw new CopyError(`the target already holds data (${filled.join(', ')}): copy into a new, empty database`);
       for (const table of TABLE_NAMES) {
         let copied = 0;
+        // Read in the copy's snapshot, so it is the number the table will have copied: a million-row table takes a
+        // while, and the operator sees how far it is.
+        const of = progress.onRows ? await countOf(from, table) : 0;
+        let told = 0;
         for await (const rows of pagesOf(from, table)) {
           const perInsert = Math.max(1, Math.floor(MAX_VALUES / Object.keys(rows[0]!).length));
           for (let i = 0; i < rows.length; i += perInsert) {
@@ -140,13 +153,17 @@ export async function copyDatabase(source: Database, target: Database, onTable?:
             }
           }
           copied += rows.length;
+          if (progress.onRows && copied - told >= every && copied < of) {
+            told = copied;
+            progress.onRows(table, copied, of);
+          }
         }
         const [there, here] = await Promise.all([countOf(from, table), countOf(to, table)]);
         if (there !== copied || here !== copied) {
           throw new CopyError(`${table}: ${copied} rows read, but the source counts ${there} and the target ${here}; nothing was copied`);
         }
         tables[table] = copied;
-        onTable?.(table, copied);
+        progress.onTable?.(table, copied);
       }
     });
   });
