@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -213,101 +213,83 @@ describe('parley copy: what is refused before anything is written', () => {
   });
 });
 
+/**
+ * A SQLite source filled through the API and a migrated PostgreSQL target whose inserts of events each wait `sleep`
+ * seconds (a trigger), and a `parley copy` of one into the other under way: `reachedEvents` resolves once the copy has
+ * done the tables before the events, so a test acts while the copy's transaction is open. Removes all of it afterwards.
+ */
+async function duringSlowCopy(
+  sleep: number,
+  fn: (c: { source: TestApp; key: string; target: Database; targetUrl: string; child: ChildProcess; exited: Promise<number | null>; output: () => { stdout: string; stderr: string } }) => Promise<void>,
+) {
+  assertBuildIsFresh();
+  const dir = mkdtempSync(join(tmpdir(), 'parley-copy-'));
+  const source = await createTestApp('sqlite', { sqliteFile: join(dir, 'source.db') });
+  const receiver = await startServer();
+  const targetDb = await freshDatabase('postgres');
+  try {
+    const key = await fill(source, receiver);
+    const migrated = await cli(['migrate'], { DATABASE_URL: targetDb.url });
+    assert.equal(migrated.code, 0, migrated.stderr);
+    const target = openDatabase(targetDb.url, { poolSize: 2 });
+    try {
+      await sql`create function slow_events() returns trigger language plpgsql as $$ begin perform pg_sleep(${sql.lit(sleep)}); return new; end $$`.execute(target.db);
+      await sql`create trigger slow_events before insert on events for each row execute function slow_events()`.execute(target.db);
+      const child = spawn(process.execPath, [ENTRY, 'copy', '--from', source.database.url, '--json'], {
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: targetDb.url },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      const exited = new Promise<number | null>((r) => child.once('exit', r));
+      await new Promise<void>((resolve, reject) => {
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString();
+          if (stderr.includes('copied messages')) resolve();
+        });
+        void exited.then((code) => reject(new Error(`copy exited (${code}) before it reached the events: ${stderr}`)));
+      });
+      await fn({ source, key, target, targetUrl: targetDb.url, child, exited, output: () => ({ stdout, stderr }) });
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+    await receiver.close();
+    await targetDb.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('parley copy killed mid-way (postgres target)', () => {
   test('SIGKILL during the copy leaves the target empty; a second run copies everything', async () => {
-    assertBuildIsFresh();
-    const dir = mkdtempSync(join(tmpdir(), 'parley-copy-'));
-    const source = await createTestApp('sqlite', { sqliteFile: join(dir, 'source.db') });
-    const receiver = await startServer();
-    const target = await freshDatabase('postgres');
-    try {
-      await fill(source, receiver);
-      const migrated = await cli(['migrate'], { DATABASE_URL: target.url });
-      assert.equal(migrated.code, 0, migrated.stderr);
-      const t = openDatabase(target.url, { poolSize: 2 });
-      try {
-        // The insert of the events waits, so the kill lands inside the copy's transaction, after tables went in.
-        await sql`create function slow_events() returns trigger language plpgsql as $$ begin perform pg_sleep(0.2); return new; end $$`.execute(t.db);
-        await sql`create trigger slow_events before insert on events for each row execute function slow_events()`.execute(t.db);
-        const child = spawn(process.execPath, [ENTRY, 'copy', '--from', source.database.url], {
-          env: { PATH: process.env.PATH ?? '', DATABASE_URL: target.url },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let stderr = '';
-        await new Promise<void>((resolve, reject) => {
-          child.stderr.on('data', (c: Buffer) => {
-            stderr += c.toString();
-            if (stderr.includes('copied messages')) resolve();
-          });
-          child.on('exit', (code) => reject(new Error(`copy exited (${code}) before it reached the events: ${stderr}`)));
-        });
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-        assert.deepEqual(await countRows(t.db), zeros());
-        // Once the server has noticed the dead connection and rolled back, a second run finds an empty target.
-        await sql`drop trigger slow_events on events`.execute(t.db).catch(() => undefined);
-        const again = await cli(['copy', '--from', source.database.url, '--json'], { DATABASE_URL: target.url });
-        assert.equal(again.code, 0, again.stderr);
-        assert.deepEqual(await countRows(t.db), await countRows(source.ctx.db));
-      } finally {
-        await t.close();
-      }
-    } finally {
-      await source.close();
-      await receiver.close();
-      await target.cleanup();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await duringSlowCopy(0.2, async ({ source, target, targetUrl, child, exited }) => {
+      child.kill('SIGKILL');
+      await exited;
+      assert.deepEqual(await countRows(target.db), zeros());
+      // Once the server has noticed the dead connection and rolled back, a second run finds an empty target.
+      await sql`drop trigger slow_events on events`.execute(target.db).catch(() => undefined);
+      const again = await cli(['copy', '--from', source.database.url, '--json'], { DATABASE_URL: targetUrl });
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(await countRows(target.db), await countRows(source.ctx.db));
+    });
   });
 });
 
 describe('parley copy beside a node still writing to the source', () => {
   test('the copy is the snapshot it began with, and says which tables the source gained rows in meanwhile', async () => {
-    assertBuildIsFresh();
-    const dir = mkdtempSync(join(tmpdir(), 'parley-copy-'));
-    const source = await createTestApp('sqlite', { sqliteFile: join(dir, 'source.db') });
-    const receiver = await startServer();
-    const target = await freshDatabase('postgres');
-    try {
-      const key = await fill(source, receiver);
+    await duringSlowCopy(0.05, async ({ source, key, target, exited, output }) => {
       const documentsBefore = (await countRows(source.ctx.db)).documents!;
-      assert.equal((await cli(['migrate'], { DATABASE_URL: target.url })).code, 0);
-      const t = openDatabase(target.url, { poolSize: 2 });
-      try {
-        // The events' insert waits, so the document below is written while the copy is under way.
-        await sql`create function slow_events() returns trigger language plpgsql as $$ begin perform pg_sleep(0.05); return new; end $$`.execute(t.db);
-        await sql`create trigger slow_events before insert on events for each row execute function slow_events()`.execute(t.db);
-        const child = spawn(process.execPath, [ENTRY, 'copy', '--from', source.database.url, '--json'], {
-          env: { PATH: process.env.PATH ?? '', DATABASE_URL: target.url },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-        const exited = new Promise<number | null>((r) => child.once('exit', r));
-        await new Promise<void>((resolve) => {
-          child.stderr.on('data', (c: Buffer) => {
-            stderr += c.toString();
-            if (stderr.includes('copied messages')) resolve();
-          });
-        });
-        const doc = await source.request('POST', '/v1/documents', { key, body: { title: 'Written during the copy', content: 'Not in it.' } });
-        assert.equal(doc.status, 201, doc.text);
-        assert.equal(await exited, 0, stderr);
-        const said = oneJson({ code: 0, stdout, stderr });
-        assert.ok(said.sourceChangedDuringCopy.includes('documents'), JSON.stringify(said.sourceChangedDuringCopy));
-        assert.match(stderr, /warning: the source was written to during the copy \(.*documents.*\): the copy lacks those writes/);
-        assert.equal(said.tables.documents, documentsBefore, 'the copy is the snapshot it began with');
-        assert.equal((await countRows(t.db)).documents, documentsBefore);
-      } finally {
-        await t.close();
-      }
-    } finally {
-      await source.close();
-      await receiver.close();
-      await target.cleanup();
-      rmSync(dir, { recursive: true, force: true });
-    }
+      const doc = await source.request('POST', '/v1/documents', { key, body: { title: 'Written during the copy', content: 'Not in it.' } });
+      assert.equal(doc.status, 201, doc.text);
+      assert.equal(await exited, 0, output().stderr);
+      const { stdout, stderr } = output();
+      const said = oneJson({ code: 0, stdout, stderr });
+      assert.ok(said.sourceChangedDuringCopy.includes('documents'), JSON.stringify(said.sourceChangedDuringCopy));
+      assert.match(stderr, /warning: the source was written to during the copy \(.*documents.*\): the copy lacks those writes/);
+      assert.equal(said.tables.documents, documentsBefore, 'the copy is the snapshot it began with');
+      assert.equal((await countRows(target.db)).documents, documentsBefore);
+    });
   });
 });

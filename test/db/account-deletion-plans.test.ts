@@ -14,13 +14,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
-import type { DialectName } from '../../src/db/database.js';
 import type { DB } from '../../src/db/schema.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { createAccountsService } from '../../src/modules/accounts/accounts.service.js';
 import { conversationsRepository } from '../../src/modules/conversations/conversations.repository.js';
 import { deliveriesRepository } from '../../src/modules/webhooks/webhooks.repository.js';
-import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, DIALECTS, planOf, type TestDatabase } from '../helpers/db.js';
 import { bulkFill } from '../modules/accounts/fixtures.js';
 
 /** A Kysely on `db` that records every statement it runs (raw `sql` ones too), compiled, with its parameters. */
@@ -36,14 +35,6 @@ function capturing(db: Kysely<DB>) {
   return { db: db.withPlugin(plugin), seen };
 }
 
-async function planOf(db: Kysely<DB>, dialect: DialectName, q: CompiledQuery): Promise<string> {
-  if (dialect === 'sqlite') {
-    const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
-    return rows.map((r) => r.detail).join('\n');
-  }
-  const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]));
-  return rows.map((r) => r['QUERY PLAN']).join('\n');
-}
 
 /** The tables the fill makes large: where a scan would cost. */
 const LARGE = ['deliveries', 'delivery_attempts', 'events', 'messages'];

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.js';
+import type { DB } from '../../src/db/schema.js';
 
 /** Every data test runs once per dialect (Kysely's DIALECTS pattern). */
 export const DIALECTS: DialectName[] = ['sqlite', 'postgres'];
@@ -75,4 +76,17 @@ export async function waitingOn(locker: number, n: number) {
   } finally {
     await watcher.end();
   }
+}
+
+/**
+ * The plan the dialect's planner makes for a compiled query, as text: SQLite's EXPLAIN QUERY PLAN details one per line,
+ * PostgreSQL's EXPLAIN lines. For tests that check a query reads through the index it was given.
+ */
+export async function planOf(db: Kysely<DB>, dialect: DialectName, q: { sql: string; parameters: readonly unknown[] }): Promise<string> {
+  if (dialect === 'sqlite') {
+    const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
+    return rows.map((r) => r.detail).join('\n');
+  }
+  const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]));
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
 }

@@ -9,11 +9,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { DialectName } from '../../../src/db/database.js';
 import type { DB } from '../../../src/db/schema.js';
 import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
 import { windowsToSchedule } from '../../../src/modules/rundowns/rundowns.service.js';
-import { createTestDatabase, DIALECTS, type TestDatabase } from '../../helpers/db.js';
+import { createTestDatabase, DIALECTS, planOf, type TestDatabase } from '../../helpers/db.js';
 import { DAY, HOUR, T0 } from './helpers.js';
 
 const ACCOUNTS = 150;
@@ -42,14 +41,6 @@ async function captured(db: Kysely<DB>, windows: Parameters<typeof rundownsRepos
   return { q: seen[0]!, rows };
 }
 
-async function planOf(db: Kysely<DB>, dialect: DialectName, q: CompiledQuery): Promise<string> {
-  if (dialect === 'sqlite') {
-    const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
-    return rows.map((r) => r.detail).join('\n');
-  }
-  const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]));
-  return rows.map((r) => r['QUERY PLAN']).join('\n');
-}
 
 /** PostgreSQL's generic plan of the statement: prepared and explained on one connection with plan_cache_mode forced. */
 async function genericPlanOf(db: Kysely<DB>, q: CompiledQuery): Promise<string> {

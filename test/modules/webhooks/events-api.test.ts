@@ -9,7 +9,7 @@ import { EventList, EventRecord } from '../../../src/modules/webhooks/feed.schem
 import { newId } from '../../../src/lib/ids.js';
 import { useTestApp } from '../../helpers/app.js';
 import { assertListQueriesRefused } from '../../helpers/collections.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, planOf } from '../../helpers/db.js';
 
 interface Item {
   id: string;
@@ -353,10 +353,7 @@ for (const dialect of DIALECTS) {
         }
       }
       await db.executeQuery(CompiledQuery.raw('analyze'));
-      const plan = async (q: { sql: string; parameters: readonly unknown[] }) =>
-        dialect === 'sqlite'
-          ? (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]))).rows.map((r) => r.detail).join('\n')
-          : (await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]))).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = (q: { sql: string; parameters: readonly unknown[] }) => planOf(db, dialect, q);
       const times = (kinds: string[] | undefined, offset: number) =>
         Array.from({ length: N }, (_, i) => i)
           .filter((i) => !kinds || kinds.includes(kindOf(i)))

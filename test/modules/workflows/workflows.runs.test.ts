@@ -4,7 +4,7 @@ import { CompiledQuery } from 'kysely';
 import { runsPageQuery } from '../../../src/modules/workflows/workflows.repository.js';
 import { useTestApp } from '../../helpers/app.js';
 import { assertListQueriesRefused } from '../../helpers/collections.js';
-import { DIALECTS } from '../../helpers/db.js';
+import { DIALECTS, planOf } from '../../helpers/db.js';
 import { conversationRow } from '../conversations/fixtures.js';
 
 const DEMO = {
@@ -206,12 +206,12 @@ for (const dialect of DIALECTS) {
       for (const offset of [0, 100]) {
         const q = runsPageQuery(db, a.accountId, 'wf_busy', { limit: 20, offset }).compile();
         if (dialect === 'sqlite') {
-          const plan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]))).rows.map((r) => r.detail).join('\n');
+          const plan = await planOf(db, dialect, q);
           assert.match(plan, /SEARCH workflow_runs USING (COVERING )?INDEX workflow_runs_account_workflow_created \(account_id=\? AND workflow_id=\?\)/, plan);
           assert.doesNotMatch(plan, /TEMP B-TREE/, plan);
           assert.match(plan, /SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(id=\?\)/, plan);
         } else {
-          const plan = (await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]))).rows.map((r) => r['QUERY PLAN']).join('\n');
+          const plan = await planOf(db, dialect, q);
           assert.match(plan, /Index Scan Backward using workflow_runs_account_workflow_created on workflow_runs/, plan);
           assert.doesNotMatch(plan, /Sort|Seq Scan/, plan);
         }
