@@ -3,7 +3,7 @@
  * a test-only preload that shifts Date.now: test/helpers/skewed-clock.mjs). Real processes, the build, as an operator
  * runs them. Every process tells time by the database server's clock (src/db/server-clock.ts), so the skewed worker
  * must not:
- *  - take over the other worker's live lease (its sweeper would see the lease as expired 65 s early) and send that
+ *  - take over the other worker's live lease (by its own clock the lease would have expired 29 s before it was even taken) and send that
  *    delivery a second time while the first attempt is still waiting on a slow receiver;
  *  - end a conversation that has been idle for seconds as if it had been idle past CONVERSATION_IDLE_TIMEOUT;
  * and what it does write (an attempt, the signature's timestamp) carries the server's time, not its own. It says at
@@ -24,13 +24,18 @@ const SKEWED = join(import.meta.dirname, '../helpers/skewed-clock.mjs');
 const ENV = {
   LOG_LEVEL: 'warn',
   WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-  // A lease is 2 × WEBHOOK_TIMEOUT + 1 s = 25 s, well inside the skew; the sweeper looks every 6.25 s.
-  WEBHOOK_TIMEOUT: '12s',
+  // A lease is 2 × WEBHOOK_TIMEOUT + 1 s = 61 s, inside the skew (a worker 90 s ahead would see it expired); the sweeper
+  // looks every 10 s (its cap). The held first attempt must not time out while the test watches: at 12 s it did, once, in a full
+  // run on a loaded machine (the skewed worker's start and the watch took over 12 s), and its failure released the lease.
+  WEBHOOK_TIMEOUT: '30s',
   // Inside the skew too: a worker 90 s ahead would find a conversation started a moment ago idle for 90 s.
   CONVERSATION_IDLE_TIMEOUT: '60s',
 };
-/** Long enough for the skewed worker's lease sweeper to run at its start and once more (every 6.25 s). */
-const WATCH_MS = 8_000;
+/**
+ * Long enough for the skewed worker's lease sweeper to run at its start and once more (every 10 s), and short enough
+ * that the held attempt (sent before the skewed worker starts) is still waiting at the end (WEBHOOK_TIMEOUT 30 s).
+ */
+const WATCH_MS = 12_000;
 
 function startWorker(env: Record<string, string>, preload?: string) {
   const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), ENTRY, 'worker', '--json'], {
