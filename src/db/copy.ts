@@ -111,13 +111,6 @@ async function* pagesOf(db: AnyConn, table: Table) {
   }
 }
 
-/**
- * Copies every row of `source` into `target`, which must be migrated to this version and empty. The source is read
- * in one snapshot (a read-only transaction: on SQLite, a running service's writes go on meanwhile but are not
- * copied); the target is written in one transaction, counted against the source table by table before it commits,
- * so a copy that fails or is killed leaves the target as empty as it found it. PostgreSQL's planner statistics of
- * the new rows are gathered (ANALYZE) once committed.
- */
 export interface CopyProgress {
   /** A table is done: the rows it copied. */
   onTable?: (table: Table, rows: number) => void;
@@ -126,10 +119,16 @@ export interface CopyProgress {
   every?: number;
 }
 
+/**
+ * Copies every row of `source`, which checkSource has accepted, into `target`, which must be migrated to this version
+ * and empty. The source is read in one snapshot (a read-only transaction: on SQLite, a running service's writes go on
+ * meanwhile but are not copied); the target is written in one transaction, counted against the source table by table
+ * before it commits, so a copy that fails or is killed leaves the target as empty as it found it. PostgreSQL's planner
+ * statistics of the new rows are gathered (ANALYZE) once committed.
+ */
 export async function copyDatabase(source: Database, target: Database, progress: CopyProgress = {}): Promise<CopyResult> {
   const every = progress.every ?? 100_000;
   const started = performance.now();
-  await checkSource(source);
   const tables = {} as Record<Table, number>;
   await readSnapshot(source.db, async (from) => {
     await target.db.transaction().execute(async (to) => {
@@ -137,9 +136,9 @@ export async function copyDatabase(source: Database, target: Database, progress:
       if (filled.length) throw new CopyError(`the target already holds data (${filled.join(', ')}): copy into a new, empty database`);
       for (const table of TABLE_NAMES) {
         let copied = 0;
-        // Read in the copy's snapshot, so it is the number the table will have copied: a million-row table takes a
-        // while, and the operator sees how far it is.
-        const of = progress.onRows ? await countOf(from, table) : 0;
+        // Read in the copy's snapshot: what the table must have copied at the end, and, through a million-row table,
+        // how far it is.
+        const there = await countOf(from, table);
         let told = 0;
         for await (const rows of pagesOf(from, table)) {
           const perInsert = Math.max(1, Math.floor(MAX_VALUES / Object.keys(rows[0]!).length));
@@ -153,12 +152,12 @@ export async function copyDatabase(source: Database, target: Database, progress:
             }
           }
           copied += rows.length;
-          if (progress.onRows && copied - told >= every && copied < of) {
+          if (progress.onRows && copied - told >= every && copied < there) {
             told = copied;
-            progress.onRows(table, copied, of);
+            progress.onRows(table, copied, there);
           }
         }
-        const [there, here] = await Promise.all([countOf(from, table), countOf(to, table)]);
+        const here = await countOf(to, table);
         if (there !== copied || here !== copied) {
           throw new CopyError(`${table}: ${copied} rows read, but the source counts ${there} and the target ${here}; nothing was copied`);
         }

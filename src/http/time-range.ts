@@ -18,6 +18,16 @@ export interface TimeRange {
 }
 
 /**
+ * An instant of the API (`query.from`, `body.since`…) in Unix ms, or a 400 naming `field` and the forms it takes: the
+ * one parser of the time-filtered lists, a rundown's period and a webhook recover's window.
+ */
+export function instantField(field: string, text: string): number {
+  const ms = parseIsoInstant(text);
+  if (ms === null) throw invalidRequest(`${field} must be an ISO 8601 date or date-time such as 2026-01-01 or 2026-01-01T09:30:00Z`);
+  return ms;
+}
+
+/**
  * Parses both bounds, naming the field that is wrong. `from` must be strictly before `to`: an empty or
  * inverted range is far more often a swapped pair or a misunderstanding of "to is exclusive" than a question
  * whose answer is "nothing", so it is refused rather than silently answering zeros.
@@ -26,12 +36,7 @@ export function parseTimeRange(q: { from?: string; to?: string }): TimeRange {
   const range: TimeRange = {};
   for (const field of ['from', 'to'] as const) {
     const text = q[field];
-    if (text === undefined) continue;
-    const ms = parseIsoInstant(text);
-    if (ms === null) {
-      throw invalidRequest(`query.${field} must be an ISO 8601 date or date-time such as 2026-01-01 or 2026-01-01T09:30:00Z`);
-    }
-    range[field] = ms;
+    if (text !== undefined) range[field] = instantField(`query.${field}`, text);
   }
   if (range.from !== undefined && range.to !== undefined && range.from >= range.to) {
     // Compared as parsed, in whole milliseconds (parseIsoInstant rounds up): from=…21.2919Z, to=…21.292Z holds no

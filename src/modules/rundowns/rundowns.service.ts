@@ -4,7 +4,7 @@ import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { parseIsoInstant } from '../../lib/iso-time.js';
+import { instantField } from '../../http/time-range.js';
 import { silentLogger, type Logger } from '../../lib/log.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
 import type { AnalyticsService } from '../analytics/analytics.service.js';
@@ -172,13 +172,7 @@ export function windowsToSchedule(now: number, intervalMs: number, backfill: num
 }
 
 function parsePeriod(body: CreateRundownBody): Period {
-  const out: Partial<Period> = {};
-  for (const field of ['from', 'to'] as const) {
-    const ms = parseIsoInstant(body[field]);
-    if (ms === null) throw invalidRequest(`body.${field} must be an ISO 8601 date or date-time such as 2026-01-01 or 2026-01-01T09:30:00Z`);
-    out[field] = ms;
-  }
-  const p = out as Period;
+  const p: Period = { from: instantField('body.from', body.from), to: instantField('body.to', body.to) };
   if (p.from >= p.to) throw invalidRequest('body.from must be earlier than body.to (from is inclusive, to is exclusive)');
   if (p.to - p.from > MAX_RUNDOWN_SPAN_DAYS * DAY_MS) throw invalidRequest(`body.to must be at most ${MAX_RUNDOWN_SPAN_DAYS} days after body.from`);
   return p;

@@ -5,15 +5,13 @@ import { parseTimeRange } from '../../http/time-range.js';
 import { SUBSCRIBABLE_EVENTS } from './events.js';
 import { feedRepository as repo } from './feed.repository.js';
 import type { ListEventsQuery } from './feed.schemas.js';
-import { EVENT_ALIASES } from './webhooks.schemas.js';
+import { knownEventKind, VALID_EVENT_KINDS } from './webhooks.service.js';
 
 /** An event of the feed: its id and the exact body every webhook delivery of it sends (events.payload). */
 export interface FeedEvent {
   id: string;
   body: string;
 }
-
-const VALID_KINDS = `valid kinds: ${SUBSCRIBABLE_EVENTS.join(', ')} (conversation.escalated is accepted as escalation)`;
 
 /**
  * `event`: one kind or several separated by commas, as webhooks name them (the alias resolved, repeats merged).
@@ -23,12 +21,11 @@ export function parseKinds(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const kinds: string[] = [];
   for (const raw of text.split(',')) {
-    if (raw === '') throw invalidRequest(`query.event has an empty kind: separate kinds with single commas, none at either end; ${VALID_KINDS}`);
-    const kind = EVENT_ALIASES[raw] ?? raw;
-    if (kind === 'test') {
-      throw invalidRequest(`query.event "test" is not in the event feed: a test send (POST /webhooks/:id/test) is a delivery to one webhook, not an event; ${VALID_KINDS}`);
+    if (raw === '') throw invalidRequest(`query.event has an empty kind: separate kinds with single commas, none at either end; ${VALID_EVENT_KINDS}`);
+    if (raw === 'test') {
+      throw invalidRequest(`query.event "test" is not in the event feed: a test send (POST /webhooks/:id/test) is a delivery to one webhook, not an event; ${VALID_EVENT_KINDS}`);
     }
-    if (!(SUBSCRIBABLE_EVENTS as readonly string[]).includes(kind)) throw invalidRequest(`query.event ${JSON.stringify(raw)} is not a known event kind; ${VALID_KINDS}`);
+    const kind = knownEventKind(raw, 'query.event');
     if (!kinds.includes(kind)) kinds.push(kind);
   }
   return kinds.length === SUBSCRIBABLE_EVENTS.length ? undefined : kinds;

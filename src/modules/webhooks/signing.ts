@@ -108,9 +108,9 @@ export function buildDeliveryHeaders(input: {
   };
 }
 
-/** The delivery's secret first, then the others that are set, each once. */
+/** The delivery's secret first, then the others that are set (standardWebhookHeaders signs with each once). */
 function signingSecrets(secret: string, others: ReadonlyArray<string | null | undefined> = []): string[] {
-  return [...new Set([secret, ...others.filter((k): k is string => typeof k === 'string' && k !== '')])];
+  return [secret, ...others.filter((k): k is string => typeof k === 'string' && k !== '')];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import type { DB, DeliveriesTable, DeliveryAttemptsTable, WebhooksTable } from '
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { nextUpdateTime, toIso, type Clock } from '../../lib/clock.js';
 import { idFloor, newId } from '../../lib/ids.js';
-import { parseIsoInstant } from '../../lib/iso-time.js';
+import { instantField } from '../../http/time-range.js';
 import { readSnapshot } from '../../db/snapshot.js';
 import { afterCommit, outsideUnitOfWork, writeTransaction } from '../../db/unit-of-work.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
@@ -49,15 +49,20 @@ const toAttempt = (a: DeliveryAttemptsTable) => ({
 export function normalizeEvents(events: string[]): string[] {
   const out: string[] = [];
   events.forEach((raw, i) => {
-    const kind = EVENT_ALIASES[raw] ?? raw;
-    if (!(SUBSCRIBABLE_EVENTS as readonly string[]).includes(kind)) {
-      throw invalidRequest(
-        `body.events[${i}] ${JSON.stringify(raw)} is not a known event kind; valid kinds: ${SUBSCRIBABLE_EVENTS.join(', ')} (conversation.escalated is accepted as escalation)`,
-      );
-    }
+    const kind = knownEventKind(raw, `body.events[${i}]`);
     if (!out.includes(kind)) out.push(kind);
   });
   return out;
+}
+
+/** What a 400 about an event kind lists. */
+export const VALID_EVENT_KINDS = `valid kinds: ${SUBSCRIBABLE_EVENTS.join(', ')} (conversation.escalated is accepted as escalation)`;
+
+/** An event kind as webhooks and the feed name it (the alias resolved), or a 400 naming `field`. */
+export function knownEventKind(raw: string, field: string): string {
+  const kind = EVENT_ALIASES[raw] ?? raw;
+  if (!(SUBSCRIBABLE_EVENTS as readonly string[]).includes(kind)) throw invalidRequest(`${field} ${JSON.stringify(raw)} is not a known event kind; ${VALID_EVENT_KINDS}`);
+  return kind;
 }
 
 /**
@@ -129,13 +134,8 @@ export function createFanout(opts: {
  * have been deleted, so a window reaching there would quietly recover less than it says.
  */
 export function recoverWindow(body: RecoverWebhookBody, now: number, retentionMs: number) {
-  const parse = (field: 'since' | 'until', text: string) => {
-    const ms = parseIsoInstant(text);
-    if (ms === null) throw invalidRequest(`body.${field} must be an ISO 8601 date or date-time such as 2026-01-01 or 2026-01-01T09:30:00Z`);
-    return ms;
-  };
-  const since = parse('since', body.since);
-  const until = body.until === undefined ? now : parse('until', body.until);
+  const since = instantField('body.since', body.since);
+  const until = body.until === undefined ? now : instantField('body.until', body.until);
   if (since > now) throw invalidRequest(`body.since must not be in the future (now is ${toIso(now)})`);
   if (until > now) throw invalidRequest(`body.until must not be in the future (now is ${toIso(now)}); leave it out to mean now`);
   if (since >= until) throw invalidRequest('body.since must be earlier than body.until, counted in whole milliseconds (since is inclusive, until is exclusive)');
@@ -372,8 +372,8 @@ export function createWebhooksService(
         if (kinds.length === 0) return { recovered: 0, next: null };
         const count = await deliveriesRepository.countMissed(trx, accountId, id, kinds, w, RECOVER_MAX);
         const now = clock.now();
-        // Sorted, so the deliveries' ids follow their events' order (ids of one millisecond are otherwise random).
-        const ids = Array.from({ length: count }, () => newId('dlv', now)).sort();
+        // Made in one millisecond, delivery ids count up (ids.ts): the n-th event's delivery sorts n-th.
+        const ids = Array.from({ length: count }, () => newId('dlv', now));
         const recovered = await deliveriesRepository.insertRecovered(trx, accountId, hook, kinds, w, ids, { now, due: now + initialDelay(config.webhookRetryDelaysMs) });
         // What is left starts at the first event still missed: events of the last millisecond taken now have a pending
         // delivery, so starting there again repeats none of them.
