@@ -13,28 +13,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
-import type { DB } from '../../src/db/schema.js';
+import { CompiledQuery } from 'kysely';
 import { systemClock } from '../../src/lib/clock.js';
 import { createAccountsService } from '../../src/modules/accounts/accounts.service.js';
 import { conversationsRepository } from '../../src/modules/conversations/conversations.repository.js';
 import { deliveriesRepository } from '../../src/modules/webhooks/webhooks.repository.js';
-import { createTestDatabase, DIALECTS, planOf, type TestDatabase } from '../helpers/db.js';
+import { capturing, createTestDatabase, DIALECTS, planOf, type TestDatabase } from '../helpers/db.js';
 import { bulkFill } from '../modules/accounts/fixtures.js';
-
-/** A Kysely on `db` that records every statement it runs (raw `sql` ones too), compiled, with its parameters. */
-function capturing(db: Kysely<DB>) {
-  const seen: CompiledQuery[] = [];
-  const plugin: KyselyPlugin = {
-    transformQuery: ({ node, queryId }) => {
-      seen.push(db.getExecutor().compileQuery(node, queryId));
-      return node;
-    },
-    transformResult: async ({ result }) => result,
-  };
-  return { db: db.withPlugin(plugin), seen };
-}
-
 
 /** The tables the fill makes large: where a scan would cost. */
 const LARGE = ['deliveries', 'delivery_attempts', 'events', 'messages'];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type KyselyPlugin } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.js';
 import type { DB } from '../../src/db/schema.js';
@@ -89,4 +89,17 @@ export async function planOf(db: Kysely<DB>, dialect: DialectName, q: { sql: str
   }
   const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]));
   return rows.map((r) => r['QUERY PLAN']).join('\n');
+}
+
+/** A Kysely on `db` that records every statement it runs (raw `sql` ones too), compiled, with its parameters. */
+export function capturing(db: Kysely<DB>) {
+  const seen: CompiledQuery[] = [];
+  const plugin: KyselyPlugin = {
+    transformQuery: ({ node, queryId }) => {
+      seen.push(db.getExecutor().compileQuery(node, queryId));
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  };
+  return { db: db.withPlugin(plugin), seen };
 }

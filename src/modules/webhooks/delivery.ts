@@ -19,7 +19,7 @@ import type { DB, DeliveriesTable } from '../../db/schema.js';
 import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
 import type { Clock } from '../../lib/clock.js';
 import type { WorkerTask } from '../../worker/worker.js';
-import { accountNotBeingDeleted } from '../accounts/accounts.repository.js';
+import { accountNotBeingDeleted, accountNotBeingDeletedPerRow } from '../accounts/accounts.repository.js';
 import { nextAttemptDelay } from './retry.js';
 import type { SendResult, WebhookSender } from './sender.js';
 import { buildDeliveryHeaders } from './signing.js';
@@ -209,7 +209,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       .where('d.next_attempt_at', '<=', now)
       .where(sql<boolean>`w.enabled = 1`)
       // An account being deleted sends nothing more (accounts.service.ts deleteAccount).
-      .where(accountNotBeingDeleted('d.account_id'))
+      .where(accountNotBeingDeletedPerRow('d.account_id'))
       .orderBy('d.next_attempt_at')
       .limit(pageLimit(limit));
     if (saturated.webhooks.length) due = due.where('d.webhook_id', 'not in', saturated.webhooks);
