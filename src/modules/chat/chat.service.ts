@@ -8,7 +8,7 @@ import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
 import { settingsFrom, type AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
 import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative, smallTalkKind } from '../assistant/intent.js';
-import { isKnowledgeQuestion } from '../assistant/questions.js';
+import { isKnowledgeQuestion, onlyGivesEmail } from '../assistant/questions.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, stripMarkup, words } from '../assistant/text.js';
 import { toConversationRecord as toConversation, toMessage } from '../conversations/conversations.service.js';
 import type { EventBus } from '../webhooks/events.js';
@@ -326,7 +326,10 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
       // "yes please" right after the assistant offered a person accepts the offer: a request for a person.
       const lastReply = transcript.findLast((m) => m.role === 'assistant');
       const offered = lastReply !== undefined && offersPerson(lastReply.content);
-      const handoff = detectHandoff(content) || (offered && isAffirmative(content));
+      // A message that only gives an email address ("jo@acme.test", "my email is jo@acme.test") asks to be reached
+      // there: a request for a person (once escalated, the address is taken as contact details below).
+      const handoff = detectHandoff(content) || onlyGivesEmail(content) || (offered && isAffirmative(content));
+      const email = EMAIL_IN_TEXT.exec(content)?.[0];
       // "no thanks" to that offer declines it: not a question the knowledge base failed to answer.
       const declined = !handoff && offered && isNegative(content);
       // A workflow that has its own reply answers the message in place of the knowledge base; a request for a
@@ -341,11 +344,14 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         by = 'workflow';
       } else {
         // As the conversation's persona (named at start, or the account's at the time), not the account's current one.
-        const answered = await assistant.reply(accountId, content, history, speakingAs(settings, c.persona), c.knowledge_version);
+        // Without its email addresses: they are contact details, not words to look up, and an address's domain (often
+        // the business's own, as in the article giving "support@example.com") made that article the answer to "my
+        // email is jo@example.com, where is my order?".
+        const question = email ? content.replace(EMAILS_IN_TEXT, ' ') : content;
+        const answered = await assistant.reply(accountId, question, history, speakingAs(settings, c.persona), c.knowledge_version);
         reply = answered;
         if (answered.provider === 'llm') by = 'llm';
       }
-      const email = EMAIL_IN_TEXT.exec(content)?.[0];
       const sources = reply.kind === 'answer' ? reply.sources : [];
 
       /** What the exchange does to the conversation, decided from its row as it stands. */

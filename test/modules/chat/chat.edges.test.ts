@@ -108,6 +108,33 @@ for (const dialect of DIALECTS) {
       assert.equal((await events('escalation', id)).length, 1);
     });
 
+    test("an email address is never looked up: its domain (the demo shop's own, in its contact article) cites nothing", async () => {
+      // Escalated, then the address alone: thanked for, no article (the contact article gives support@example.com).
+      const { conversation } = await start();
+      const id = conversation.id;
+      assert.equal((await t.request('POST', `/v1/chat/conversations/${id}/escalate`, { key: t.key })).status, 200);
+      for (const content of ['jo@example.com', 'my email is jo@example.com']) {
+        const r = await send(id, content);
+        assert.equal(r.body.data.messages[1].content, 'Thank you — a person from our team will reach you at jo@example.com.', content);
+        assert.deepEqual(r.body.data.messages[1].sources ?? [], [], content);
+      }
+      // An address with a question: the question is answered (from the shipping article), the address only thanked for.
+      const both = await send(id, 'jo2@example.com - how long does shipping take?');
+      const reply = both.body.data.messages[1];
+      assert.match(reply.content, /^Thank you — a person from our team will reach you at jo2@example\.com\.\n\nFrom our article "Shipping options and delivery times"/);
+      const titles = await t.ctx.db.selectFrom('documents').select(['id', 'title']).where('account_id', '=', t.accountId).execute();
+      assert.equal(titles.find((d) => d.id === reply.sources[0])?.title, 'Shipping options and delivery times');
+      assert.ok(reply.sources.every((s: string) => titles.find((d) => d.id === s)?.title !== 'Contact us and opening hours'), JSON.stringify(reply.sources));
+
+      // Not escalated: a message that only gives an address asks to be reached there, a request for a person.
+      const other = (await start({ customerId: 'cus_addr' })).conversation.id;
+      const r = await send(other, 'my email is jo@example.com');
+      assert.equal(r.body.data.messages[1].content, "Of course. I'm passing this conversation to a person from our team. They will reply to jo@example.com.");
+      const [esc] = await events('escalation', other);
+      assert.equal(esc.reason, 'customer_request');
+      assert.equal(esc.customerEmail, 'jo@example.com');
+    });
+
     test('blank customerId, customerLabel, persona and contact name, phone, message are refused naming the field', async () => {
       for (const [body, field] of [
         [{ customerId: '   ' }, 'customerId'],
@@ -213,8 +240,9 @@ for (const dialect of DIALECTS) {
       assert.deepEqual([agentNow.tags, agentNow.topic], [['escalated'], null]);
       const smallTalk = await converse('hello', 'thanks');
       assert.deepEqual([smallTalk.tags, smallTalk.topic, smallTalk.outcome], [[], null, 'unresolved']);
+      // Only an address: a request to be reached there (a person), never a question.
       const email = await converse('my email is jo@acme.test');
-      assert.deepEqual([email.tags, email.topic], [[], null]);
+      assert.deepEqual([email.tags, email.topic], [['escalated'], null]);
       // Unstripped, "script" would be the most frequent word (four tags) and "alert" the next.
       const markup = await converse('<script>alert(1)</script><script>alert(2)</script> <b>saxophone</b>: saxophone reeds?');
       assert.deepEqual(markup.sources, [[]], 'precondition: nothing cited');
