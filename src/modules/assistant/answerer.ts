@@ -24,7 +24,7 @@
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
 import { isChosenName } from './assistant.schemas.js';
-import { detectHandoff, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
+import { detectHandoff, isDissatisfied, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 import { stripMarkup } from './text.js';
 
@@ -112,6 +112,8 @@ const MAX_ANSWER_CHARS = 900;
 
 export const NO_ANSWER_TEXT =
   "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. Would you like me to connect you with a person from our team?";
+/** To "this is useless", "that's not what I asked": the reply before did not help; counted as unanswered. */
+export const DISSATISFIED_TEXT = "I'm sorry that didn't help. Would you like me to connect you with a person from our team?";
 export const HANDOFF_TEXT = "Of course. I'm passing this conversation to a person from our team; they'll reply here as soon as they can.";
 
 /** True when an assistant message ended by offering to connect a person (so a plain "yes" accepts it). */
@@ -132,18 +134,29 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   }
   const small = smallTalkKind(q);
   if (small) return { kind: 'smalltalk', content: smallTalkReply(small, opts.persona), sources: [], confidence: 1, topics: [] };
+  if (isDissatisfied(q)) return { kind: 'no_answer', content: DISSATISFIED_TEXT, sources: [], confidence: 0, topics: [] };
 
   const decision = decide(index, q, opts);
   if (!decision) return noAnswer(0);
   if (decision.confidence < (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE)) return noAnswer(decision.confidence);
   const { cited } = decision;
+  let content = compose(cited, opts.persona);
+  // The same reply as the one just given ("it says delivered but I don't have it" after the tracking FAQ): saying it
+  // again word for word reads as a machine not listening. It still answers from those sources, so it is pointed to
+  // and a person is offered ("yes" then accepts).
+  if (content === opts.history?.findLast((t) => t.role === 'assistant')?.content) content = repeatedReply(cited[0]!);
   return {
     kind: 'answer',
-    content: compose(cited, opts.persona),
+    content,
     sources: cited.map((h) => h.sourceId),
     confidence: round(decision.confidence),
     topics: [...new Set(cited.map((h) => (h.kind === 'faq' ? (h.category ?? 'faq') : h.title)))],
   };
+}
+
+function repeatedReply(best: Hit): string {
+  const from = best.kind === 'document' ? `our article "${best.title}"` : `our FAQ "${best.title}"`;
+  return `What I have on this is in my answer above, from ${from}. If that doesn't answer your question, would you like me to connect you with a person from our team?`;
 }
 
 export interface Decision {

@@ -256,3 +256,33 @@ export function smallTalkKind(text: string): SmallTalkKind | undefined {
 export function isGreetingOrSmallTalk(text: string): boolean {
   return smallTalkKind(text) !== undefined;
 }
+
+/** What a customer says of a reply that did not help, the whole message ("this is useless", "that's not what I asked"). */
+const VERDICT = String.raw`(?:useless|pointless|unhelpful|not helpful|no help|no use|no good|wrong|incorrect|not right|not correct|not it|irrelevant|not relevant|rubbish|garbage|terrible|not helping|not my question|not the answer|not what i (?:asked|meant|wanted|need|needed|was asking)(?: for)?)`;
+const DISSATISFIED = new RegExp(
+  String.raw`^(?:(?:ugh|hmm+|meh|no|nope|sorry|well|but|seriously|honestly|wow|omg|ok|okay|um+|still)\s)*` +
+    String.raw`(?:` +
+    [
+      // "this is useless", "that's not what i asked", "your answer is wrong", "you're not helping"
+      String.raw`(?:this|that|it|you|your answer|the answer|this answer|that answer)(?: is| was|'s|s| are|'re|re)? (?:(?:really|totally|completely|absolutely|just|so|very|pretty|quite|still)\s)*${VERDICT}`,
+      // "that doesn't help", "it didn't answer my question", "you don't understand"
+      String.raw`(?:this|that|it|you|your answer|the answer)(?: still)? (?:doesn'?t|does not|didn'?t|did not|don'?t|do not) (?:help|answer (?:my|the) question|answer it|answer that|work|make sense|understand(?: me)?|get it)`,
+      // "not helpful", "wrong answer", "useless bot"
+      VERDICT,
+      String.raw`(?:wrong|bad|useless|unhelpful) (?:answer|reply|response)`,
+      String.raw`(?:stupid|useless|dumb|pointless) (?:bot|robot|assistant|machine|chat|chatbot)`,
+      String.raw`(?:doesn'?t|didn'?t|does not|did not) help`,
+    ].join('|') +
+    String.raw`)(?:\s(?:at all|whatsoever|again|either|still|thanks|thank you|lol|mate|man|dude))*$`,
+);
+
+/**
+ * True when the message only says the previous reply did not help: answering it from the knowledge base would
+ * repeat that reply (read with the previous question, "this is useless" found the same article again), so the
+ * assistant apologises and offers a person. Only a whole message: "that doesn't help, my order never came" asks
+ * something new and is answered.
+ */
+export function isDissatisfied(text: string): boolean {
+  const t = clean(text);
+  return t !== '' && DISSATISFIED.test(t);
+}

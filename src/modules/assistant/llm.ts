@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { answer as defaultAnswer, decide, DEFAULT_MIN_CONFIDENCE, noAnswer, type AnswerOptions, type AssistantAnswer, type ChatTurn, type Persona } from './answerer.js';
-import { detectHandoff, smallTalkKind } from './intent.js';
+import { detectHandoff, isDissatisfied, smallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex } from './retrieval.js';
 import { stripMarkup } from './text.js';
 import type { Clock } from '../../lib/clock.js';
@@ -269,7 +269,7 @@ export async function answerWithFallback(
     return { ...defaultAnswer(index, question, opts), provider: 'default' as const };
   };
   if (!provider) return fallback('no provider');
-  if (detectHandoff(question) || smallTalkKind(question)) return fallback('not a knowledge question');
+  if (detectHandoff(question) || smallTalkKind(question) || isDissatisfied(question)) return fallback('not a knowledge question');
   const d = decide(index, question, opts);
   const floor = Math.min(opts.reviewFloor ?? LLM_REVIEW_FLOOR, opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE);
   if (!d || d.confidence < floor) return fallback('low confidence');

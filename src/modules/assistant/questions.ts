@@ -2,7 +2,7 @@
  * What counts as a question the knowledge base could have answered: one rule for the rundowns' unanswered
  * questions and for the conversation's `unanswered` tag and topic keywords, so the two never disagree.
  */
-import { detectHandoff, isAffirmative, isNegative, smallTalkKind } from './intent.js';
+import { detectHandoff, isAffirmative, isDissatisfied, isNegative, smallTalkKind } from './intent.js';
 import { EMAIL_IN_TEXT, EMAILS_IN_TEXT, STOPWORDS, words } from './text.js';
 
 /** Lower case, whitespace collapsed, trailing punctuation dropped: "Do you ship to Mars??" = "do you ship to mars". */
@@ -26,12 +26,12 @@ export function onlyGivesEmail(text: string): boolean {
 
 /**
  * False for what no article could answer: a request for a person, small talk ("hello", "thanks", "bye"), a plain
- * yes or no (the answers to the offer of a person), a message that only gives an email address, a message with an email
+ * yes or no (the answers to the offer of a person), "that didn't help" (about the reply, not a question), a message that only gives an email address, a message with an email
  * address sent once the conversation was escalated (the chat takes it as contact details), and a message with
  * nothing left once normalised ("???").
  */
 export function isKnowledgeQuestion(content: string, sentAt: number, escalatedAt: number | null): boolean {
-  if (detectHandoff(content) || smallTalkKind(content) !== undefined || isAffirmative(content) || isNegative(content) || onlyGivesEmail(content)) return false;
+  if (detectHandoff(content) || smallTalkKind(content) !== undefined || isAffirmative(content) || isNegative(content) || isDissatisfied(content) || onlyGivesEmail(content)) return false;
   if (escalatedAt !== null && escalatedAt <= sentAt && EMAIL_IN_TEXT.test(content)) return false;
   return normaliseQuestion(content) !== '';
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { detectHandoff, isAffirmative, isGreetingOrSmallTalk, isNegative, smallTalkKind } from '../../../src/modules/assistant/intent.js';
+import { detectHandoff, isAffirmative, isDissatisfied, isGreetingOrSmallTalk, isNegative, smallTalkKind } from '../../../src/modules/assistant/intent.js';
 
 const POSITIVE = [
   'talk to a person',
@@ -142,6 +142,16 @@ test('a plain yes is affirmative, a plain no negative; with a question or a requ
   for (const m of ['yes, but where is my order?', 'no thanks', 'not yet', 'yes I want a refund', '']) assert.equal(isAffirmative(m), false, m);
   for (const m of ['no', 'No thanks', "nope, I'm fine", 'not now', "I'm good, thanks", "that's ok", 'nah', 'never mind', 'non merci']) assert.equal(isNegative(m), true, m);
   for (const m of ['no I want a refund', 'not working', 'no tracking info yet', 'yes', 'nobody answered', '']) assert.equal(isNegative(m), false, m);
+});
+
+test('a message that only says the reply did not help is dissatisfied; a new problem or question is not', () => {
+  for (const m of ['ugh this is useless', "That doesn't help.", 'not helpful', "that's not what I asked", "you're not helping", "this didn't answer my question", 'wrong answer', 'useless bot', "no, that's wrong", 'that is not helpful at all', "it doesn't work", "you don't understand", 'Useless!!', 'that is not what i was asking for', 'nope, still wrong']) {
+    assert.equal(isDissatisfied(m), true, m);
+    assert.equal(detectHandoff(m), false, m);
+  }
+  for (const m of ['this is the wrong size', "it doesn't fit", 'my order is wrong', "the app doesn't work on my phone", 'is that helpful for returns?', 'thanks that helps', 'that helps', 'wrong item delivered', 'no', 'ok', 'where is my order', "that doesn't help, my order never came", 'I got the wrong bike', '']) {
+    assert.equal(isDissatisfied(m), false, m);
+  }
 });
 
 test('small talk', () => {

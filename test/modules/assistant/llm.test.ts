@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
-import { answer, decide, DEFAULT_MIN_CONFIDENCE } from '../../../src/modules/assistant/answerer.js';
+import { answer, decide, DEFAULT_MIN_CONFIDENCE, DISSATISFIED_TEXT } from '../../../src/modules/assistant/answerer.js';
 import { answerWithFallback, buildMessages, declines, LLM_REVIEW_FLOOR, MAX_REPLY_BYTES, MAX_REPLY_CHARS, OpenAiCompatibleProvider, parseCitations, PausingProvider, ProviderError, type AnswerProvider } from '../../../src/modules/assistant/llm.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { DOCS, FAQS, GIFT_WRAP_DRAFT } from './fixtures.js';
@@ -210,6 +210,9 @@ test('questions below the review floor and handoffs never reach the provider', a
   assert.deepEqual(a.sources, []);
   const h = await answerWithFallback(index, spy, 'agent please');
   assert.equal(h.kind, 'handoff');
+  // About the reply before, not a question: the built-in apology and offer of a person.
+  const d = await answerWithFallback(index, spy, "that's not what I asked");
+  assert.equal(d.content, DISSATISFIED_TEXT);
   assert.equal(calls, 0);
 });
 

@@ -135,6 +135,35 @@ for (const dialect of DIALECTS) {
       assert.equal(esc.customerEmail, 'jo@example.com');
     });
 
+    test('the same reply twice in a row is pointed to, not repeated; "this is useless" is apologised for with a person offered, twice escalates', async () => {
+      const { conversation } = await start();
+      const id = conversation.id;
+      const first = (await send(id, 'where is my order')).body.data.messages[1];
+      assert.match(first.content, /^Use the tracking link in your shipping confirmation email, or open the order in your account\./);
+      // Read with the previous question, it finds the same FAQ: pointed to, with the same source, a person offered.
+      const again = (await send(id, "it says delivered but I don't have it")).body.data.messages[1];
+      assert.deepEqual(again.sources, first.sources);
+      assert.match(again.content, /^What I have on this is in my answer above, from our FAQ "[^"]+"\. If that doesn't answer your question, would you like me to connect you with a person from our team\?$/);
+      // Not "you're welcome" or the same FAQ a third time.
+      const useless = (await send(id, 'ugh this is useless')).body.data.messages[1];
+      assert.equal(useless.content, "I'm sorry that didn't help. Would you like me to connect you with a person from our team?");
+      assert.deepEqual(useless.sources ?? [], []);
+      const accepted = await send(id, 'yes');
+      assert.match(accepted.body.data.messages[1].content, /^Of course\. I'm passing this conversation to a person from our team\./);
+      assert.equal((await events('escalation', id))[0]?.reason, 'customer_request');
+
+      // Two in a row without a yes: the unanswered streak escalates, and neither is a question for the rundowns.
+      const other = (await start()).conversation.id;
+      await send(other, 'how long does shipping take?');
+      await send(other, "that's not what I asked");
+      const second = (await send(other, 'still wrong')).body.data.messages[1];
+      assert.match(second.content, /^I'm sorry I couldn't answer your questions\. I'm passing this conversation to a person from our team\./);
+      assert.equal((await events('escalation', other))[0]?.reason, 'no_answer');
+      const ended = await t.request('POST', `/v1/chat/conversations/${other}/end`, { key: t.key });
+      const tags = ended.body.data.conversation.tags as string[];
+      assert.ok(tags.includes('escalated') && !tags.includes('unanswered'), `no question went unanswered: ${tags.join(', ')}`);
+    });
+
     test('blank customerId, customerLabel, persona and contact name, phone, message are refused naming the field', async () => {
       for (const [body, field] of [
         [{ customerId: '   ' }, 'customerId'],
