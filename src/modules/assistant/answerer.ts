@@ -26,7 +26,7 @@
 import { isChosenName } from './assistant.schemas.js';
 import { detectHandoff, isDissatisfied, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
-import { stripMarkup } from './text.js';
+import { analyze, stripMarkup } from './text.js';
 
 export interface Persona {
   name?: string;
@@ -141,10 +141,9 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   if (decision.confidence < (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE)) return noAnswer(decision.confidence);
   const { cited } = decision;
   let content = compose(cited, opts.persona);
-  // The same reply as the one just given ("it says delivered but I don't have it" after the tracking FAQ): saying it
-  // again word for word reads as a machine not listening. It still answers from those sources, so it is pointed to
-  // and a person is offered ("yes" then accepts).
-  if (content === opts.history?.findLast((t) => t.role === 'assistant')?.content) content = repeatedReply(cited[0]!);
+  // The same reply as the one just given ("and express?" after the shipping article, "it says delivered but I don't
+  // have it" after the tracking FAQ): saying it again word for word reads as a machine not listening.
+  if (content === opts.history?.findLast((t) => t.role === 'assistant')?.content) content = repeatedReply(cited[0]!, q);
   return {
     kind: 'answer',
     content,
@@ -154,7 +153,21 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   };
 }
 
-function repeatedReply(best: Hit): string {
+/**
+ * In place of the previous reply again: the sentence of it that shares the most words with this message ("and
+ * express?" → the sentence on expedited shipping), or, when no part of it does (or it is one sentence), a pointer to
+ * it and the offer of a person ("yes" then accepts).
+ */
+function repeatedReply(best: Hit, question: string): string {
+  const sentences = best.passage.trim().split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim()).filter(Boolean);
+  const asked = new Set(analyze(question));
+  let quote: string | undefined;
+  let most = 0;
+  for (const sentence of sentences.length > 1 ? sentences : []) {
+    const shared = new Set(analyze(sentence).filter((t) => asked.has(t))).size;
+    if (shared > most) [quote, most] = [sentence, shared];
+  }
+  if (quote) return `As in my answer above: ${quote}`;
   const from = best.kind === 'document' ? `our article "${best.title}"` : `our FAQ "${best.title}"`;
   return `What I have on this is in my answer above, from ${from}. If that doesn't answer your question, would you like me to connect you with a person from our team?`;
 }

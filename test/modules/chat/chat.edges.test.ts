@@ -135,7 +135,7 @@ for (const dialect of DIALECTS) {
       assert.equal(esc.customerEmail, 'jo@example.com');
     });
 
-    test('the same reply twice in a row is pointed to, not repeated; "this is useless" is apologised for with a person offered, twice escalates', async () => {
+    test('the same reply twice in a row is quoted from or pointed to, not repeated; "this is useless" is apologised for with a person offered, twice escalates', async () => {
       const { conversation } = await start();
       const id = conversation.id;
       const first = (await send(id, 'where is my order')).body.data.messages[1];
@@ -151,6 +151,13 @@ for (const dialect of DIALECTS) {
       const accepted = await send(id, 'yes');
       assert.match(accepted.body.data.messages[1].content, /^Of course\. I'm passing this conversation to a person from our team\./);
       assert.equal((await events('escalation', id))[0]?.reason, 'customer_request');
+
+      // The same passage again: the sentence of it the follow-up asks about.
+      const shipping = (await start()).conversation.id;
+      assert.match((await send(shipping, 'how much is shipping?')).body.data.messages[1].content, /^From our article "Shipping options and delivery times"/);
+      const express = (await send(shipping, 'and express?')).body.data.messages[1];
+      assert.equal(express.content, 'As in my answer above: Expedited shipping costs $14.95 and takes 2 business days.');
+      assert.equal(express.sources.length, 1);
 
       // Two in a row without a yes: the unanswered streak escalates, and neither is a question for the rundowns.
       const other = (await start()).conversation.id;
