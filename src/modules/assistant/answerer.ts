@@ -110,8 +110,11 @@ export function confidenceOf(f: DecisionFeatures, model = CONFIDENCE_MODEL): num
 const MAX_SOURCES = 3;
 const MAX_ANSWER_CHARS = 900;
 
-export const NO_ANSWER_TEXT =
-  "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. Would you like me to connect you with a person from our team?";
+/** How every reply to a question the knowledge base could not answer opens (the chat's variants after escalating too). */
+export const UNKNOWN_TEXT = "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles.";
+/** How the reply that escalates after unanswered questions opens. */
+export const UNANSWERED_ESCALATION_TEXT = "I'm sorry I couldn't answer your questions.";
+export const NO_ANSWER_TEXT = `${UNKNOWN_TEXT} Would you like me to connect you with a person from our team?`;
 /** To "this is useless", "that's not what I asked": the reply before did not help; counted as unanswered. */
 export const DISSATISFIED_TEXT = "I'm sorry that didn't help. Would you like me to connect you with a person from our team?";
 export const HANDOFF_TEXT = "Of course. I'm passing this conversation to a person from our team; they'll reply here as soon as they can.";
@@ -213,11 +216,19 @@ function previousQuestion(history: ChatTurn[] | undefined, current: string): str
   for (let i = history.length - 1; i >= 0 && taken.length < 3; i--) {
     const t = history[i]!;
     if (t.role !== 'customer' && t.role !== 'user') continue;
-    if (t.content.trim() === current.trim() || smallTalkKind(t.content) || detectHandoff(t.content)) continue;
+    if (t.content.trim() === current.trim() || smallTalkKind(t.content) || detectHandoff(t.content) || isDissatisfied(t.content)) continue;
+    // Only a question that was answered: read with one that was not ("can I return a helmet I wore once?"), a follow-up
+    // ("how do I return it") took on its unknown words and was not answered either, where alone it is.
+    const replied = history[i + 1];
+    if (replied && replied.role !== 'customer' && replied.role !== 'user' && wasUnanswered(replied.content)) break;
     taken.unshift(t.content);
     if (!leansOnPrevious(t.content)) break;
   }
   return taken.length ? taken.join(' ') : undefined;
+}
+
+function wasUnanswered(reply: string): boolean {
+  return reply.startsWith(UNKNOWN_TEXT) || reply.startsWith(UNANSWERED_ESCALATION_TEXT);
 }
 
 /** The "I don't know, shall I connect a person?" reply (no sources), as the chat counts it towards `no_answer`. */

@@ -4,7 +4,7 @@ import { writeTransaction, writesAlone } from '../../db/unit-of-work.js';
 import { ApiError, invalidRequest, notFound, rejectBlank } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { offersPerson, type AssistantAnswer } from '../assistant/answerer.js';
+import { offersPerson, UNANSWERED_ESCALATION_TEXT, UNKNOWN_TEXT, type AssistantAnswer } from '../assistant/answerer.js';
 import { settingsFrom, type AssistantService } from '../assistant/assistant.service.js';
 import type { AssistantSettings } from '../assistant/assistant.schemas.js';
 import { asksSomething, detectHandoff, handoffRemainder, isAffirmative, isNegative, smallTalkKind } from '../assistant/intent.js';
@@ -406,7 +406,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
         } else if (escalating || reply.kind === 'handoff') {
           const lead =
             escalateWith === 'no_answer'
-              ? "I'm sorry I couldn't answer your questions. I'm passing this conversation to a person from our team."
+              ? `${UNANSWERED_ESCALATION_TEXT} I'm passing this conversation to a person from our team.`
               : alreadyEscalated
                 ? 'A person from our team has already been asked to take over this conversation.'
                 : "Of course. I'm passing this conversation to a person from our team.";
@@ -415,7 +415,7 @@ export function createChatService(deps: { db: Kysely<DB>; clock: Clock; events: 
           // A person is already on the way: no offer to connect one. "I don't know the answer" only to a question about
           // something (some word of it is in the knowledge base), not to "yes" or "are you there?" after being asked
           // for an email.
-          const unknown = reply.kind === 'no_answer' && asksSomething(content) && reply.confidence > 0 ? "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles. " : '';
+          const unknown = reply.kind === 'no_answer' && asksSomething(content) && reply.confidence > 0 ? `${UNKNOWN_TEXT} ` : '';
           text = `${unknown}A person from our team has already been asked to take over this conversation.${ask}`;
         }
         // Positions in the conversation: message_count counted both.

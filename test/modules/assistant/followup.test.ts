@@ -51,3 +51,17 @@ test('small talk between does not break the thread, and a follow-up of a follow-
   const chain = after('can I return opened tea?', 'how long does that take?');
   assert.equal(answer(index, 'and for Ireland?', { history: chain }).sources[0], 'doc-returns');
 });
+
+test('a follow-up to a question that went unanswered stands alone: it does not take on the unknown words', () => {
+  for (const unanswered of ['can I return a teapot I used once for a party at my bitcoin mining club?', 'do you ship to mars by rocket?']) {
+    assert.equal(answer(index, unanswered).kind, 'no_answer', `precondition: ${unanswered}`);
+    for (const [followUp, source] of [['and how do I return it?', 'doc-returns'], ['how do I return it', 'doc-returns'], ['and how long does shipping take?', 'doc-shipping']] as const) {
+      const a = answer(index, followUp, { history: after(unanswered) });
+      assert.equal(a.kind, 'answer', `${unanswered} → ${followUp}`);
+      assert.equal(a.sources[0], source, `${unanswered} → ${followUp}`);
+    }
+  }
+  // An answered question before it still gives the subject (the test above); one answered, then one not: alone.
+  const a = answer(index, 'and how long does that take?', { history: after('can I return opened tea?', 'do you ship to mars by rocket?') });
+  assert.equal(a.sources[0], 'doc-shipping');
+});
