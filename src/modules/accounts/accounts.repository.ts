@@ -156,10 +156,9 @@ export const accountNotBeingDeleted = (ref: string) =>
 
 /**
  * The same test, as a filter of each row read rather than a join: for a statement that walks an index in order and
- * stops at its LIMIT (the webhook worker's claim). PostgreSQL plans `not exists` as an anti-join, and with a few
- * thousand due deliveries in a large table it chose a hash anti-join, which reads and sorts every due delivery on
- * every claim (2–3 ms against 0.15 ms at 5,000 due). A scalar subquery cannot be made a join, so the walk stops at
- * the LIMIT; each row read costs one primary-key probe of accounts.
+ * stops at its LIMIT (the webhook worker's claim). PostgreSQL may plan `not exists` as an anti-join, and with a few
+ * thousand due deliveries in a large table it then read and sorted every due delivery on every claim
+ * (bench/webhooks/claim-plan.mjs). A scalar subquery cannot be made a join; each row read costs one primary-key probe.
  */
 export const accountNotBeingDeletedPerRow = (ref: string) =>
   sql<boolean>`(select deleting.deletion_started_at from accounts deleting where deleting.id = ${sql.ref(ref)}) is null`;
