@@ -26,6 +26,7 @@ const TABLES = {
   workflow_runs: ['workflow_id', 'conversation_id'],
   rundowns: ['id'],
   rundown_quotes: ['rundown_id', 'position', 'message_id'],
+  rundown_claims: ['account_id', 'from_ts', 'to_ts'],
   knowledge_versions: ['account_id', 'shard'],
   idempotency_keys: ['account_id', 'key'],
 } as const satisfies Record<keyof DB, readonly string[]>;

@@ -226,6 +226,19 @@ export interface RundownQuotesTable {
   conversation_id: string;
 }
 
+/**
+ * A worker building the scheduled rundown of one window of one account (migration 0017): the others pass the window by
+ * until `expires_at` (Unix ms); deleted by the transaction that stores the rundown.
+ */
+export interface RundownClaimsTable {
+  account_id: string;
+  from_ts: number;
+  to_ts: number;
+  /** Which run took it: only that run releases it after a failure. */
+  holder: string;
+  expires_at: number;
+}
+
 /** A key sent with a POST (src/http/idempotency.ts); `status_code` is null while the first request runs. */
 export interface IdempotencyKeysTable {
   account_id: string;
@@ -259,6 +272,7 @@ export interface DB {
   workflow_runs: WorkflowRunsTable;
   rundowns: RundownsTable;
   rundown_quotes: RundownQuotesTable;
+  rundown_claims: RundownClaimsTable;
   knowledge_versions: KnowledgeVersionsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

@@ -73,7 +73,7 @@ let nextShard = Math.floor(Math.random() * KNOWLEDGE_SHARDS);
  * The tables holding an account's rows (`account_id`), by the name an account's deletion reports them under, in
  * the order it deletes them: rows before the rows they reference (messages before their conversations, everything
  * before the account). delivery_attempts has no account_id: it is reached through the account's deliveries. The
- * knowledge-version counters and the rundowns' quote records (ids of messages) are bookkeeping, deleted but not reported. A table added with an account_id must be
+ * knowledge-version counters, the rundowns' quote records (ids of messages) and the scheduler's claims on windows are bookkeeping, deleted but not reported. A table added with an account_id must be
  * added here and to CHUNKS: test/modules/accounts/delete.test.ts lists the tables from the database and fails otherwise.
  */
 export const OWNED_TABLES = [
@@ -85,6 +85,7 @@ export const OWNED_TABLES = [
   ['workflows', 'workflows'],
   ['webhooks', 'webhooks'],
   ['rundownQuotes', 'rundown_quotes'],
+  ['rundownClaims', 'rundown_claims'],
   ['rundowns', 'rundowns'],
   ['documents', 'documents'],
   ['faqs', 'faqs'],
@@ -142,6 +143,7 @@ const CHUNKS: Record<OwnedTable, { key: readonly string[]; order: readonly strin
   workflows: { key: ['id'], order: ['created_at', 'id'] },
   webhooks: { key: ['id'], order: ['created_at', 'id'] },
   rundown_quotes: { key: ['rundown_id', 'position', 'message_id'], order: ['conversation_id'] },
+  rundown_claims: { key: ['account_id', 'from_ts', 'to_ts'], order: ['from_ts', 'to_ts'] },
   rundowns: { key: ['id'], order: ['created_at', 'id'], children: [{ kind: 'rundownQuotes', table: 'rundown_quotes', column: 'rundown_id' }] },
   documents: { key: ['id'], order: ['created_at', 'id'] },
   faqs: { key: ['id'], order: ['created_at', 'id'] },

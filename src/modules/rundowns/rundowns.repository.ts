@@ -40,6 +40,60 @@ export const rundownsRepository = {
     const r = await db.insertInto('rundowns').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
     return r !== undefined;
   },
+  /** Whether the account's scheduled rundown of exactly this window exists (one probe of rundowns_scheduled_window). */
+  async scheduledExists(db: Conn, accountId: string, p: Period) {
+    const r = await db
+      .selectFrom('rundowns')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('trigger', '=', sql.lit('schedule'))
+      .where('from_ts', '=', p.from)
+      .where('to_ts', '=', p.to)
+      .executeTakeFirst();
+    return r !== undefined;
+  },
+  /**
+   * Takes the claim on the account's scheduled window for `holder` until `expiresAt`, unless another run holds one that
+   * has not expired at `now`: true when this call took it. One statement: an insert, or the takeover of an expired
+   * claim (a worker that died while building), which on PostgreSQL waits for a concurrent claimer's commit and then
+   * sees its claim.
+   */
+  async claimWindow(db: Conn, accountId: string, p: Period, holder: string, now: number, expiresAt: number) {
+    const r = await db
+      .insertInto('rundown_claims')
+      .values({ account_id: accountId, from_ts: p.from, to_ts: p.to, holder, expires_at: expiresAt })
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'from_ts', 'to_ts'])
+          .doUpdateSet((eb) => ({ holder: eb.ref('excluded.holder'), expires_at: eb.ref('excluded.expires_at') }))
+          .where('rundown_claims.expires_at', '<=', now),
+      )
+      .returning('holder')
+      .executeTakeFirst();
+    return r !== undefined;
+  },
+  /** Whoever holds it: the window's rundown is stored (or found stored) in this transaction, so no claim is needed. */
+  async dropClaim(db: Conn, accountId: string, p: Period) {
+    await db.deleteFrom('rundown_claims').where('account_id', '=', accountId).where('from_ts', '=', p.from).where('to_ts', '=', p.to).execute();
+  },
+  /** A build that failed gives its window back at once rather than at expiry; a claim taken over since is left alone. */
+  async releaseClaim(db: Conn, accountId: string, p: Period, holder: string) {
+    await db
+      .deleteFrom('rundown_claims')
+      .where('account_id', '=', accountId)
+      .where('from_ts', '=', p.from)
+      .where('to_ts', '=', p.to)
+      .where('holder', '=', holder)
+      .execute();
+  },
+  /**
+   * Expired claims, which mean what no claim means: removed so that one whose window stopped being looked at (it left
+   * RUNDOWN_BACKFILL's reach, or a worker without claims made it) does not stay for good. The table holds only the
+   * claims of digests being built, so the scan is of a handful of rows.
+   */
+  async pruneClaims(db: Conn, now: number) {
+    await db.deleteFrom('rundown_claims').where('expires_at', '<=', now).execute();
+  },
   async setBody(db: Conn, accountId: string, id: string, body: string) {
     await db.updateTable('rundowns').set({ body }).where('account_id', '=', accountId).where('id', '=', id).execute();
   },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../../../src/db/database.js';
 import type { DB } from '../../../src/db/schema.js';
+import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
 import { SUBSCRIBABLE_EVENTS } from '../../../src/modules/webhooks/events.js';
 import { newId } from '../../../src/lib/ids.js';
 import type { TestApp } from '../../helpers/app.js';
@@ -64,8 +65,8 @@ export async function orphanAttempts(db: Kysely<DB>): Promise<number> {
 /**
  * Fills an account through the API so that every table holding account rows has some: a document and an FAQ (with
  * their knowledge-version counter), a workflow, a webhook with a test send to `receiverUrl` (a delivery and its attempt),
- * a conversation whose message fires the workflow (messages, a workflow run, events, pending deliveries), a rundown,
- * and Idempotency-Keys. Answers the ids of the account's deliveries.
+ * a conversation whose message fires the workflow (messages, a workflow run, events, pending deliveries), a rundown, a
+ * scheduler's claim on a window, and Idempotency-Keys. Answers the ids of the account's deliveries.
  */
 export async function fillAccount(t: TestApp, a: { accountId: string; key: string }, receiverUrl: string, tag: string): Promise<{ deliveryIds: string[] }> {
   const key = a.key;
@@ -82,6 +83,9 @@ export async function fillAccount(t: TestApp, a: { accountId: string; key: strin
   ok(await t.request('POST', `/v1/chat/conversations/${conv}/messages`, { key, body: { content: 'I want to book a demo, my email is jo@acme.test' } }), 200);
   const now = Date.now();
   ok(await t.request('POST', '/v1/rundowns', { key, body: { from: new Date(now - 3_600_000).toISOString(), to: new Date(now + 60_000).toISOString() } }), 201);
+  // A worker's claim on a scheduled window, as it holds one while building that window's digest.
+  const day = Math.floor(now / 86_400_000) * 86_400_000;
+  assert.ok(await rundownsRepository.claimWindow(t.ctx.db, a.accountId, { from: day - 86_400_000, to: day }, `worker-${tag}`, now, now + 300_000));
   const deliveryIds = (await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).map((d) => d.id);
   return { deliveryIds };
 }

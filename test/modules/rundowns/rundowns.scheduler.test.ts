@@ -8,6 +8,8 @@ import { loadConfig } from '../../../src/config.js';
 import { createContext, type AppContext } from '../../../src/context.js';
 import { openDatabase, type Database } from '../../../src/db/database.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
+import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
+import { RUNDOWN_CLAIM_LEASE_MS } from '../../../src/modules/rundowns/rundowns.service.js';
 import type { FakeClock } from '../../../src/lib/clock.js';
 import { createTestApp, useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS, insertionOrder } from '../../helpers/db.js';
@@ -55,8 +57,14 @@ for (const dialect of DIALECTS) {
       t.fakeClock.set(T0 + DAY + 5 * MIN);
       const late = await t.account(); // created after the window closed: not its rundown
       const runners = [t.ctx, t.ctx, other?.ctx ?? t.ctx, other?.ctx ?? t.ctx];
+      const contexts = [...new Set(runners)];
+      const builtBefore = contexts.map((c) => c.services.rundowns.builds().built);
       const made = await Promise.all(runners.map((c) => c.services.rundowns.generateDue()));
       assert.equal(made.reduce((x, y) => x + y, 0), 1, `made ${JSON.stringify(made)}`);
+      // One digest built: the other runs found the window claimed (or, claiming it after, already made).
+      const built = contexts.map((c, i) => c.services.rundowns.builds().built - builtBefore[i]!);
+      assert.equal(built.reduce((x, y) => x + y, 0), 1, `built ${JSON.stringify(built)}`);
+      assert.deepEqual(contexts.map((c) => c.services.rundowns.builds().discarded), contexts.map(() => 0));
       const rows = await scheduled();
       assert.equal(rows.length, 1);
       assert.equal(rows[0]!.account_id, t.accountId);
@@ -229,6 +237,15 @@ for (const dialect of DIALECTS) {
       // Both processes' schedulers run twice at once over the same six windows of four accounts.
       const runs = await Promise.all([a, b, a, b].map((app) => app.ctx.services.rundowns.generateDue()));
       assert.equal(runs.reduce((x, y) => x + y, 0), 4 * 6, `made ${JSON.stringify(runs)}`);
+      // Each digest built once, by whichever process claimed its window: none built twice and thrown away (before the
+      // claims, every process built most of them and all but one discarded theirs at the unique index).
+      const builds = [a, b].map((app) => app.ctx.services.rundowns.builds());
+      assert.deepEqual(
+        { built: builds[0]!.built + builds[1]!.built, discarded: builds[0]!.discarded + builds[1]!.discarded },
+        { built: 4 * 6, discarded: 0 },
+        JSON.stringify(builds),
+      );
+      assert.equal((await a.ctx.db.selectFrom('rundown_claims').selectAll().execute()).length, 0, 'every claim went with its rundown');
       const rows = await a.ctx.db.selectFrom('rundowns').select(['id', 'account_id', 'from_ts', 'to_ts']).where('trigger', '=', 'schedule').execute();
       assert.equal(rows.length, 4 * 6);
       assert.equal(new Set(rows.map((r) => `${r.account_id} ${r.from_ts} ${r.to_ts}`)).size, rows.length);
@@ -241,6 +258,94 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(froms, [0, 1, 2, 3, 4, 5].map((d) => iso(T0 + d * DAY)));
       }
       assert.deepEqual(await Promise.all([a, b].map((app) => app.ctx.services.rundowns.generateDue())), [0, 0]);
+    });
+  });
+
+  describe(`scheduled rundowns: a claim left by a worker that died (${dialect})`, () => {
+    const t = useTestApp(dialect, { fakeClock: T0 + 3 * HOUR });
+    const windowsOf = async (accountId: string) =>
+      (await t.ctx.db.selectFrom('rundowns').select('from_ts').where('account_id', '=', accountId).where('trigger', '=', 'schedule').orderBy('from_ts').execute()).map(
+        (r) => (r.from_ts - T0) / DAY,
+      );
+    const claims = () => t.ctx.db.selectFrom('rundown_claims').selectAll().orderBy('from_ts').execute();
+
+    test('blocks its window and the account\'s later ones until it expires, then the next run takes it over', async () => {
+      const other = await t.account();
+      t.fakeClock.set(T0 + 4 * DAY + HOUR);
+      // What a worker leaves when it dies building day 1's digest: its claim, taken as the scheduler takes one.
+      const at = t.clock.now();
+      assert.equal(await rundownsRepository.claimWindow(t.ctx.db, t.accountId, { from: T0 + DAY, to: T0 + 2 * DAY }, 'dead-worker', at, at + RUNDOWN_CLAIM_LEASE_MS), true);
+
+      // Day 0 is made; day 1 is held, and the days after it are left to the holder so that the account's events stay
+      // in order; the other account is not held up.
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 1 + 4);
+      assert.deepEqual(await windowsOf(t.accountId), [0]);
+      assert.deepEqual(await windowsOf(other.accountId), [0, 1, 2, 3]);
+      t.fakeClock.set(at + RUNDOWN_CLAIM_LEASE_MS - 1);
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 0, 'not before the claim expires');
+      assert.equal((await claims()).length, 1);
+
+      // Expired: taken over, and the window made, with the later ones, oldest first; no claim is left.
+      t.fakeClock.set(at + RUNDOWN_CLAIM_LEASE_MS);
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 3);
+      assert.deepEqual(await windowsOf(t.accountId), [0, 1, 2, 3]);
+      assert.deepEqual(await claims(), []);
+      const froms = (await t.ctx.db.selectFrom('events').select('payload').where('account_id', '=', t.accountId).where('kind', '=', 'rundown.generated').orderBy('created_at').orderBy(insertionOrder(dialect)).execute()).map((e) => JSON.parse(e.payload).data.from as string);
+      assert.deepEqual(froms, [0, 1, 2, 3].map((d) => iso(T0 + d * DAY)));
+    });
+
+    test('a build that fails gives its claim back at once: the next run tries again without waiting for the expiry', async () => {
+      t.fakeClock.set(T0 + 5 * DAY + HOUR);
+      const analytics = t.ctx.services.analytics;
+      const figures = analytics.figures.bind(analytics);
+      let failures = 0;
+      analytics.figures = async (...args: Parameters<typeof figures>) => {
+        if (args[0] === t.accountId && failures++ === 0) throw new Error('the database went away');
+        return figures(...args);
+      };
+      try {
+        const made = await t.ctx.services.rundowns.generateDue();
+        assert.equal(made, 1, 'the other account\'s day 4');
+        assert.deepEqual(await claims(), [], 'released');
+        assert.equal(await t.ctx.services.rundowns.generateDue(), 1);
+        assert.deepEqual(await windowsOf(t.accountId), [0, 1, 2, 3, 4]);
+      } finally {
+        analytics.figures = figures;
+      }
+    });
+  });
+
+  describe(`scheduled rundowns: runs after one that found nothing missing (${dialect})`, () => {
+    const t = useTestApp(dialect, { fakeClock: T0 + 3 * HOUR });
+    const scheduled = () => t.ctx.db.selectFrom('rundowns').select(['id', 'from_ts']).where('account_id', '=', t.accountId).where('trigger', '=', 'schedule').orderBy('from_ts').execute();
+    /** What cannot happen in the service (a scheduled rundown is deleted only with its account): a window gone missing. */
+    const lose = async (from: number) => {
+      await t.ctx.db.deleteFrom('events').where('account_id', '=', t.accountId).where('kind', '=', 'rundown.generated').execute();
+      await t.ctx.db.deleteFrom('rundowns').where('account_id', '=', t.accountId).where('from_ts', '=', from).where('trigger', '=', 'schedule').execute();
+    };
+
+    test('skip the look until the next window ends, once that run came a minute after the window ended', async () => {
+      const rundowns = t.ctx.services.rundowns;
+      t.fakeClock.set(T0 + DAY + 10_000);
+      assert.equal(await rundowns.generateDue(), 1);
+      // Nothing missing, but within a minute of the window's end (an account created just before it may not have
+      // committed yet): the next run still looks, and finds the window missing.
+      assert.equal(await rundowns.generateDue(), 0);
+      await lose(T0);
+      t.fakeClock.set(T0 + DAY + 30_000);
+      assert.equal(await rundowns.generateDue(), 1);
+      // A run a minute after the end that finds nothing missing settles the window: later runs before the next window
+      // ends do not look.
+      t.fakeClock.set(T0 + DAY + MIN);
+      assert.equal(await rundowns.generateDue(), 0);
+      await lose(T0);
+      t.fakeClock.set(T0 + 2 * DAY - 1);
+      assert.equal(await rundowns.generateDue(), 0, 'not looked for');
+      assert.deepEqual((await scheduled()).map((r) => r.from_ts), []);
+      // The next window's first run looks again, and finds both.
+      t.fakeClock.set(T0 + 2 * DAY);
+      assert.equal(await rundowns.generateDue(), 2);
+      assert.deepEqual((await scheduled()).map((r) => r.from_ts), [T0, T0 + DAY]);
     });
   });
 }
