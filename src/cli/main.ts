@@ -356,11 +356,15 @@ export async function main(argv: string[]): Promise<number> {
           const r = await ctx.services.accounts.deleteAccount(arg!, {
             ...(stopAfter !== null ? { afterChunk: (n: number) => void (n === stopAfter && process.kill(process.pid, 'SIGSTOP')) } : {}),
           });
+          // Another run of this command may have started the deletion (and been cut short, or still be running) or
+          // finished it meanwhile: say which, since the counts are then only this run's share.
           out(
             r,
-            r.resumed
-              ? `Finished deleting account ${r.id}, whose deletion had been cut short; this run deleted: ${describeCounts(r.counts)}.`
-              : `Deleted account ${r.id} and everything it owned: ${describeCounts(r.counts)}.`,
+            r.finishedByAnotherRun
+              ? `Account ${r.id} is deleted: another run of parley accounts delete, at the same time, deleted its last rows; this run deleted: ${describeCounts(r.counts)}.`
+              : r.resumed
+                ? `Finished deleting account ${r.id}, whose deletion another run had started (cut short, or still running); this run deleted: ${describeCounts(r.counts)}.`
+                : `Deleted account ${r.id} and everything it owned: ${describeCounts(r.counts)}.`,
           );
           return 0;
         }

@@ -162,7 +162,7 @@ export function accountsCliSuite(dialect: DialectName) {
       const r = await cli(['accounts', 'delete', a.accountId, '--yes', '--json'], { ...env, LOG_LEVEL: 'info' });
       assert.equal(r.code, 0, r.stderr);
       const out = oneJson(r);
-      assert.deepEqual(out, { id: a.accountId, deleted: true, resumed: false, counts: refusal.counts });
+      assert.deepEqual(out, { id: a.accountId, deleted: true, resumed: false, finishedByAnotherRun: false, counts: refusal.counts });
       // Log lines (JSON on stderr, as every log of Parley's) say who deleted what, from its start (a run cut short
       // leaves that much); no webhook is told.
       const logged = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -244,6 +244,59 @@ export function accountsCliSuite(dialect: DialectName) {
       assert.equal((await t.ctx.db.selectFrom('events').select('id').where('account_id', '=', b.accountId).where('kind', '=', 'test.other').execute()).length, writes.length);
     });
 
+    test('two delete --yes runs of one account at once: both finish (exit 0), the account is gone, and what each deleted adds up to it', async () => {
+      const { a, b, filledB, otherBefore } = await twoFilledAccounts(t, dialect, receiver.url);
+      // Several chunks in each of the tables deleted first, so the two runs overlap in them.
+      await bulkFill(t.ctx.db, a.accountId, { conversations: 50, messagesEach: 100, events: 3 * DELETE_CHUNK_ROWS, deliveries: 3 * DELETE_CHUNK_ROWS, attemptsEach: 1 });
+      const deliveryIds = (await t.ctx.db.selectFrom('deliveries').select('id').where('account_id', '=', a.accountId).execute()).map((d) => d.id);
+      const before = oneJson(await cli(['accounts', 'delete', a.accountId, '--json'], env)).counts as Record<string, number>;
+
+      // Each stops itself after its first chunk (TEST_ACCOUNT_DELETE_STOP_AFTER), the second started once the first
+      // has; then both go on together, through the same tables at the same time.
+      const start = () => {
+        const child = spawn(process.execPath, [ENTRY, 'accounts', 'delete', a.accountId, '--yes', '--json'], {
+          env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: 'info', TEST_ACCOUNT_DELETE_STOP_AFTER: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const run = { child, stdout: '', stderr: '', exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))) };
+        child.stdout.on('data', (c: Buffer) => (run.stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (run.stderr += c.toString()));
+        return run;
+      };
+      const runs = [start()];
+      try {
+        await until(() => processState(runs[0]!.child.pid!) === 'T', `the first run stopped after its first chunk (stderr: ${runs[0]!.stderr})`, 30_000);
+        runs.push(start());
+        await until(() => processState(runs[1]!.child.pid!) === 'T', `the second run stopped after its first chunk (stderr: ${runs[1]!.stderr})`, 30_000);
+        for (const r of runs) r.child.kill('SIGCONT');
+        const exits = await Promise.all(runs.map((r) => r.exited));
+        assert.deepEqual(exits, [{ code: 0, signal: null }, { code: 0, signal: null }], runs.map((r) => r.stderr).join('\n'));
+      } finally {
+        for (const r of runs) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+      }
+      const outs = runs.map((r) => JSON.parse(r.stdout));
+      // The second knows the first started it; whichever got to its last transaction second found the account gone.
+      assert.deepEqual(outs.map((o) => [o.id, o.deleted, o.resumed]), [[a.accountId, true, false], [a.accountId, true, true]]);
+      assert.deepEqual(outs.map((o) => o.finishedByAnotherRun).sort(), [false, true]);
+      // Every row was deleted by exactly one of them.
+      const sum = Object.fromEntries(Object.keys(before).map((k) => [k, outs[0].counts[k] + outs[1].counts[k]]));
+      assert.deepEqual(sum, before);
+      assert.ok(outs[1].counts.deliveries > 0 && outs[0].counts.deliveries > 0, `both deleted deliveries: ${JSON.stringify(outs.map((o) => o.counts))}`);
+      const logged = runs.map((r) => r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; finishedByAnotherRun?: boolean }));
+      assert.deepEqual(logged.map((l) => l.map((x) => x.msg)), [['account deletion started', 'account deleted'], ['account deletion resumed', 'account deleted']]);
+      assert.deepEqual(logged.map((l) => l[1]!.finishedByAnotherRun), outs.map((o) => o.finishedByAnotherRun));
+
+      const after = await rowsOf(t.ctx.db, dialect, a.accountId, deliveryIds);
+      assert.ok(Object.values(after).every((n) => n === 0), `no row of the account left in any table: ${JSON.stringify(after)}`);
+      assert.deepEqual(await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds), otherBefore, 'the other account is untouched');
+      assert.equal(await orphanAttempts(t.ctx.db), 0);
+
+      // A third, once both are done: nothing of it is left to delete.
+      const text = await cli(['accounts', 'delete', a.accountId, '--yes'], env);
+      assert.equal(text.code, 2);
+      assert.match(text.stderr, /account acct_\w+ not found/);
+    });
+
     test('delete killed part way (SIGKILL after its first chunk): the account stays unusable, and the same command run again finishes it', async () => {
       const { a, filledB, b, otherBefore } = await twoFilledAccounts(t, dialect, receiver.url);
       // More deliveries than one chunk, the first table deleted: the kill lands with most of the account still there.
@@ -297,7 +350,7 @@ export function accountsCliSuite(dialect: DialectName) {
       const again = await cli(['accounts', 'delete', a.accountId, '--yes', '--json'], { ...env, LOG_LEVEL: 'info' });
       assert.equal(again.code, 0, again.stderr);
       // What this run deleted: what the first left.
-      assert.deepEqual(oneJson(again), { id: a.accountId, deleted: true, resumed: true, counts: mid.counts });
+      assert.deepEqual(oneJson(again), { id: a.accountId, deleted: true, resumed: true, finishedByAnotherRun: false, counts: mid.counts });
       const logged = again.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.deepEqual(logged.map((l) => [l.msg, l.deletionStartedAt ?? l.resumed]), [['account deletion resumed', mid.deletionStartedAt], ['account deleted', true]]);
       const after = await rowsOf(t.ctx.db, dialect, a.accountId, deliveryIds);

@@ -262,9 +262,12 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
      *    already under way or a node's cached key) and the account row. A write in flight commits before and goes
      *    with the rest, or comes after and finds nothing to write to.
      *
-     * Answers the rows this run deleted, per kind: with `resumed`, a run that finished a deletion begun earlier does not
-     * count what the earlier run deleted. Two runs at once share the work; the one that finds the row gone at step 3
-     * answers what it deleted all the same.
+     * Answers the rows this run deleted, per kind: with `resumed`, the deletion had been started by another run (one cut
+     * short, or one still running), whose rows are not counted here. Two runs at once share the work, each row deleted
+     * and counted by one of them (their counts add up to the account); the one that finds the row gone at step 3 says
+     * so (`finishedByAnotherRun`) and answers what it deleted all the same. On PostgreSQL a run whose chunk found its
+     * rows taken by the other's goes on to the next table, so the one that reaches step 3 first may take the rest of a
+     * table the other was still going through in that one transaction; SQLite's chunks never collide.
      */
     async deleteAccount(id: string, options: DeleteAccountOptions = {}) {
       const chunkRows = options.chunkRows ?? DELETE_CHUNK_ROWS;
@@ -297,16 +300,17 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
           if (opts.dialect === 'sqlite') await sleep(Math.min(MAX_CHUNK_PAUSE_MS, Math.max(MIN_CHUNK_PAUSE_MS, Math.ceil(performance.now() - began))));
         }
       }
-      await writeTransaction(db, async (trx) => {
+      const finishedByAnotherRun = await writeTransaction(db, async (trx) => {
         await repo.lockAccount(trx, id);
-        if (!(await repo.findById(trx, id))) return;
+        if (!(await repo.findById(trx, id))) return true;
         const { deliveryIds } = await repo.lockOwnedRows(trx, id);
         add(await repo.deleteOwned(trx, id, deliveryIds));
+        return false;
       });
       keyCache.forgetAccount(id);
       const reported = reportedCounts(counts);
-      log.info({ ...about, counts: reported, chunks, resumed }, 'account deleted');
-      return { id, deleted: true as const, resumed, counts: reported };
+      log.info({ ...about, counts: reported, chunks, resumed, finishedByAnotherRun }, 'account deleted');
+      return { id, deleted: true as const, resumed, finishedByAnotherRun, counts: reported };
     },
 
     /**
