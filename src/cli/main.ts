@@ -269,10 +269,11 @@ export async function main(argv: string[]): Promise<number> {
     case 'demo': {
       return withContext(config, async (ctx) => {
         // CONTRACT §1 names the command bare (`parley demo`): right after `parley init` there is one account,
-        // and that is the one meant. With none or several, say what to do rather than guess.
+        // and that is the one meant. With none or several, say what to do rather than guess. An account being deleted
+        // is not one (init does not count it either).
         let accountId = values.account;
         if (!accountId) {
-          const accounts = await ctx.services.accounts.listAccounts();
+          const accounts = (await ctx.services.accounts.listAccounts()).filter((a) => !a.deletionStartedAt);
           if (accounts.length === 0) throw new UsageError('the database has no account yet; create one with `parley init` first');
           if (accounts.length > 1) {
             throw new UsageError(

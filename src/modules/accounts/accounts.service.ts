@@ -175,11 +175,14 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
     /**
      * `parley init`: the first account and its server key, in one transaction under a lock, so two setup scripts
      * started together make one account (the second sees it and refuses) rather than two. `force` makes another.
+     * An account being deleted does not count: it is unusable and on its way out (its deletion cut short, or still
+     * running), and the refusal's advice (a key for it) could not be followed; init after deleting the only account is
+     * setting up afresh.
      */
     async initFirstAccount(input: CreateAccountInput, force: boolean) {
       return db.transaction().execute(async (trx) => {
         await lockForCheckThenWrite(trx, opts.dialect, 'parley init');
-        const existing = await repo.list(trx);
+        const existing = (await repo.list(trx)).filter((a) => a.deletion_started_at === null);
         if (existing.length > 0 && !force) throw new AccountsExistError(existing.map((a) => ({ id: a.id, name: a.name })));
         const account = await service.createAccount(input, trx);
         const key = await service.createKey({ accountId: account.id }, trx);

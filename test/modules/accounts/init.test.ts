@@ -31,10 +31,26 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.ctx.db.selectFrom('api_keys').select('id').execute()).length, 1);
     });
 
+    test('an account being deleted does not count: init makes the first usable one, then refuses naming only that', async () => {
+      const before = await t.ctx.db.selectFrom('accounts').select('id').execute();
+      assert.ok(before.length > 0);
+      // The deletion's first step (accounts delete, cut short or still running) on every account there is.
+      await t.ctx.db.updateTable('accounts').set({ deletion_started_at: Date.now() }).execute();
+      const made = await t.ctx.services.accounts.initFirstAccount({ name: 'Afresh', plan: 'pro' }, false);
+      assert.match(made.key.key, /^sk_/);
+      await assert.rejects(t.ctx.services.accounts.initFirstAccount({ name: 'Again', plan: 'pro' }, false), (err: unknown) => {
+        assert.ok(err instanceof AccountsExistError);
+        assert.deepEqual(err.existing, [{ id: made.account.id, name: 'Afresh' }]);
+        return true;
+      });
+      assert.equal((await t.ctx.db.selectFrom('accounts').select('id').execute()).length, before.length + 1);
+      await t.ctx.db.updateTable('accounts').set({ deletion_started_at: null }).where('id', 'in', before.map((a) => a.id)).execute();
+    });
+
     test('force makes another account even when one exists', async () => {
       const again = await t.ctx.services.accounts.initFirstAccount({ name: 'Second', plan: 'pro' }, true);
       assert.match(again.key.key, /^sk_/);
-      assert.equal((await t.ctx.db.selectFrom('accounts').select('id').execute()).length, 2);
+      assert.equal((await t.ctx.db.selectFrom('accounts').select('id').execute()).length, 3);
     });
   });
 }
