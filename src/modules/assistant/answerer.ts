@@ -144,9 +144,14 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   if (decision.confidence < (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE)) return noAnswer(decision.confidence);
   const { cited } = decision;
   let content = compose(cited, opts.persona);
-  // The same reply as the one just given ("and express?" after the shipping article, "it says delivered but I don't
-  // have it" after the tracking FAQ): saying it again word for word reads as a machine not listening.
-  if (content === opts.history?.findLast((t) => t.role === 'assistant')?.content) content = repeatedReply(cited[0]!, q);
+  // A passage one of the last replies already gave ("and express?" after the shipping article, "it says delivered but
+  // I don't have it" after the tracking FAQ): giving it again word for word reads as a machine not listening.
+  const recent = (opts.history ?? []).filter((t) => t.role === 'assistant').slice(-REPEAT_LOOKBACK);
+  if (recent.some((t) => t.content.includes(bodyOf(cited[0]!)))) {
+    content = repeatedReply(cited[0]!, q);
+    // The same quote as just given ("As in my answer above: …" twice): only the pointer and the offer of a person.
+    if (content === recent.at(-1)?.content) content = pointerTo(cited[0]!);
+  }
   return {
     kind: 'answer',
     content,
@@ -157,10 +162,13 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
 }
 
 /**
- * In place of the previous reply again: the sentence of it that shares the most words with this message ("and
+ * In place of a passage given again: the sentence of it that shares the most words with this message ("and
  * express?" → the sentence on expedited shipping), or, when no part of it does (or it is one sentence), a pointer to
  * it and the offer of a person ("yes" then accepts).
  */
+/** How many of the assistant's last replies a passage counts as already given in. */
+const REPEAT_LOOKBACK = 3;
+
 function repeatedReply(best: Hit, question: string): string {
   const sentences = best.passage.trim().split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim()).filter(Boolean);
   const asked = new Set(analyze(question));
@@ -170,7 +178,10 @@ function repeatedReply(best: Hit, question: string): string {
     const shared = new Set(analyze(sentence).filter((t) => asked.has(t))).size;
     if (shared > most) [quote, most] = [sentence, shared];
   }
-  if (quote) return `As in my answer above: ${quote}`;
+  return quote ? `As in my answer above: ${quote}` : pointerTo(best);
+}
+
+function pointerTo(best: Hit): string {
   const from = best.kind === 'document' ? `our article "${best.title}"` : `our FAQ "${best.title}"`;
   return `What I have on this is in my answer above, from ${from}. If that doesn't answer your question, would you like me to connect you with a person from our team?`;
 }
@@ -236,10 +247,15 @@ export function noAnswer(confidence: number): AssistantAnswer {
   return { kind: 'no_answer', content: NO_ANSWER_TEXT, sources: [], confidence: round(confidence), topics: [] };
 }
 
+/** The passage of a hit as a reply quotes it. */
+function bodyOf(hit: Hit): string {
+  const body = hit.passage.trim();
+  return body.length > MAX_ANSWER_CHARS ? `${body.slice(0, MAX_ANSWER_CHARS).replace(/\s+\S*$/, '')}…` : body;
+}
+
 function compose(cited: Hit[], persona?: Persona): string {
   const best = cited[0]!;
-  let body = best.passage.trim();
-  if (body.length > MAX_ANSWER_CHARS) body = `${body.slice(0, MAX_ANSWER_CHARS).replace(/\s+\S*$/, '')}…`;
+  const body = bodyOf(best);
   const intro = best.kind === 'document' ? `From our article "${best.title}":\n\n` : '';
   const more = cited.slice(1).filter((h) => h.title !== best.title);
   const seeAlso = more.length ? `\n\nSee also: ${more.map((h) => `"${h.title}"`).join(', ')}.` : '';

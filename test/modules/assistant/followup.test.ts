@@ -65,3 +65,15 @@ test('a follow-up to a question that went unanswered stands alone: it does not t
   const a = answer(index, 'and how long does that take?', { history: after('can I return opened tea?', 'do you ship to mars by rocket?') });
   assert.equal(a.sources[0], 'doc-shipping');
 });
+
+test('a passage one of the last replies gave is quoted from, not given again, whatever else the reply cites', () => {
+  const history = after('can I return opened tea?');
+  const first = answer(index, 'can I return opened tea?');
+  assert.equal(first.sources[0], 'doc-returns', 'precondition');
+  // Two replies later, the returns passage again: a sentence of it (or the pointer), never the passage.
+  const later = [...history, { role: 'customer', content: 'hello' }, { role: 'assistant', content: 'Hello! How can I help you today?' }];
+  const again = answer(index, 'how long does a refund take?', { history: later });
+  assert.equal(again.sources[0], 'doc-returns');
+  assert.ok(!again.content.includes(first.content.split('\n\n').find((p) => p.length > 80) ?? first.content), again.content);
+  assert.match(again.content, /^(As in my answer above: |What I have on this is in my answer above)/);
+});
