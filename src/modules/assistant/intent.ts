@@ -168,6 +168,8 @@ const CONTINUATION = /^(?:and|also|plus|or|but|so|then|even|what about|how about
 /** "for Canada?", "with paypal?": a preposition opening a few words only (a longer message says what it is about). */
 const BARE_PHRASE = /^(?:for|to|in|with|via|from|by)\b/;
 const REFERRING = new Set(['it', 'its', "it's", 'that', "that's", 'this', 'these', 'those', 'them', 'they', 'one', 'ones']);
+/** "why?", "how so?", "like what?", "what do you mean?": asking about the reply before, nothing more. */
+const CLARIFY = /^(?:why|why not|how|how so|how come|really|what|what do you mean|meaning|such as|like what|for example|example|e ?g|in what way|which one|which ones|when|where)$/;
 
 /**
  * A message that leans on the one before it and means little alone: it opens as a continuation ("and for
@@ -181,7 +183,7 @@ export function leansOnPrevious(text: string): boolean {
   if (!t) return false;
   const words = t.split(' ');
   if (words.length > 12) return false;
-  if (CONTINUATION.test(t)) return true;
+  if (CONTINUATION.test(t) || CLARIFY.test(t)) return true;
   if (words.length <= 5 && BARE_PHRASE.test(t)) return true;
   return words.length <= 8 && words.some((w) => REFERRING.has(w));
 }
@@ -225,6 +227,9 @@ export type SmallTalkKind = 'greeting' | 'thanks' | 'bye' | 'presence' | 'unclea
 const PRESENCE =
   /^(?:(?:hi|hello|hey|um|so|ok|and) )*(?:are you (?:still )?(?:there|here|around|with me)|(?:is )?(?:anyone|anybody|someone|somebody) (?:still )?(?:there|here|around|home)|(?:you|u) (?:still )?there|still there|r u there)(?: (?:hello|please))?$/;
 
+/** "hmm", "umm", "huh", "idk": a sound, not a question ("I don't know the answer to that" answered it). */
+const SOUNDS = /^(?:h+m+|m+|u+m+|u+h+|huh|e+r+m*|eh|meh|idk|dunno|i dunno|wait|well|so|uh huh|hmm ok|hm ok)$/;
+
 /** Pictures that say thanks or fine on their own: 👍 🙏 👌 ❤ and smiles. */
 const THANKS_PICTURES = new Set(['\u{1F44D}', '\u{1F64F}', '\u{1F44C}', '\u2764', '\u{1F60A}', '\u{1F642}', '\u{1F600}', '\u{1F601}', '\u{1F603}', '\u{1F604}', '\u{1F970}', '\u{1F917}']);
 
@@ -245,6 +250,7 @@ export function smallTalkKind(text: string): SmallTalkKind | undefined {
   if (THANKS.test(t)) return 'thanks';
   if (BYE.test(t)) return 'bye';
   if (PRESENCE.test(t)) return 'presence';
+  if (SOUNDS.test(t)) return 'unclear';
   // "thanks, bye", "ok great thank you, see you": thanks, then goodbye.
   const w = t.split(' ');
   for (let i = 1; i < w.length; i++) {

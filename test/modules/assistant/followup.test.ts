@@ -17,7 +17,7 @@ function after(...customer: string[]): ChatTurn[] {
 }
 
 test('messages that lean on the previous one: continuations and short references', () => {
-  for (const m of ['and for Ireland?', 'what about express?', 'And how long does it take?', 'is that free?', 'also to PO boxes?', 'how much are they?', 'for Ireland?']) {
+  for (const m of ['and for Ireland?', 'what about express?', 'And how long does it take?', 'is that free?', 'also to PO boxes?', 'how much are they?', 'for Ireland?', 'why?', 'what do you mean?', 'like what?', 'how so']) {
     assert.ok(leansOnPrevious(m), m);
   }
   for (const m of ['can I pay with bitcoin', 'how much is express shipping?', 'do you sell gift cards', 'hi', '',
@@ -76,4 +76,13 @@ test('a passage one of the last replies gave is quoted from, not given again, wh
   assert.equal(again.sources[0], 'doc-returns');
   assert.ok(!again.content.includes(first.content.split('\n\n').find((p) => p.length > 80) ?? first.content), again.content);
   assert.match(again.content, /^(As in my answer above: |What I have on this is in my answer above)/);
+});
+
+test('"why?" after an answer is about that answer: pointed to with its source, not "I don\'t know"', () => {
+  const history = after('can I return opened tea?');
+  for (const m of ['why?', 'what do you mean?']) {
+    const a = answer(index, m, { history });
+    assert.equal(a.kind, 'answer', m);
+    assert.equal(a.sources[0], 'doc-returns', m);
+  }
 });

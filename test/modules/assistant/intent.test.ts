@@ -154,6 +154,11 @@ test('a message that only says the reply did not help is dissatisfied; a new pro
   }
 });
 
+test('a sound is unclear small talk, not a question ("hmm", "umm", "huh", "idk")', () => {
+  for (const m of ['hmm', 'Hmmm...', 'umm', 'uh', 'huh?', 'erm', 'idk', 'well']) assert.equal(smallTalkKind(m), 'unclear', m);
+  for (const m of ['hmm where is my order', 'umbrella', 'huh, my card was declined']) assert.equal(smallTalkKind(m), undefined, m);
+});
+
 test('small talk', () => {
   assert.equal(smallTalkKind('Hi!'), 'greeting');
   assert.equal(smallTalkKind('thanks so much'), 'thanks');
