@@ -2,7 +2,7 @@
  * Intent detection for customer messages: explicit requests for a human
  * (multilingual) and greetings / small talk.
  */
-import { EMAILS_IN_TEXT, normalize } from './text.js';
+import { analyze, EMAILS_IN_TEXT, normalize } from './text.js';
 
 /** Nouns that denote a human agent, per language (already normalised: lower case, no accents). */
 const AGENT_EN = String.raw`(?:human(?: being)?|person|people|agent|rep|representative|operator|somebody|someone|anyone|anybody|staff(?: member)?|team member|team|employee|supervisor|manager|advisor|adviser|assistant|customer (?:service|support|care)(?: team| agent| rep(?:resentative)?)?|support (?:team|agent|staff|rep)|(?:the |your )?(?:support|service|help ?desk|call cent(?:er|re)))`;
@@ -168,13 +168,20 @@ const CONTINUATION = /^(?:and|also|plus|or|but|so|then|even|what about|how about
 /** "for Canada?", "with paypal?": a preposition opening a few words only (a longer message says what it is about). */
 const BARE_PHRASE = /^(?:for|to|in|with|via|from|by)\b/;
 const REFERRING = new Set(['it', 'its', "it's", 'that', "that's", 'this', 'these', 'those', 'them', 'they', 'one', 'ones']);
+/**
+ * Analysed terms that ask about an attribute of something without naming it: a price, a time, a limit, whether it
+ * is allowed ("is there a fee?", "how long?", "is there a limit?"). A short message of nothing else asks about the
+ * previous subject: after "can I change my flight?", "is there a fee?" alone found the checked-baggage fees.
+ */
+const ATTRIBUTE_TERMS = new Set(['cost', 'charg', 'free', 'extra', 'long', 'time', 'dai', 'hour', 'week', 'month', 'limit', 'minimum', 'maximum', 'deadlin', 'possibl', 'allow', 'often']);
+
 /** "why?", "how so?", "like what?", "what do you mean?": asking about the reply before, nothing more. */
 const CLARIFY = /^(?:why|why not|how|how so|how come|really|what|what do you mean|meaning|such as|like what|for example|example|e ?g|in what way|which one|which ones|when|where)$/;
 
 /**
  * A message that leans on the one before it and means little alone: it opens as a continuation ("and for
- * Canada?", "what about klarna?", "also express?") or it is short and refers back ("how long does it take?", "is
- * that covered?"). Only such a message is searched together with the previous question; a short message that
+ * Canada?", "what about klarna?", "also express?"), it is short and refers back ("how long does it take?", "is
+ * that covered?"), or it is short and asks only for an attribute ("is there a fee?", "how long?"). Only such a message is searched together with the previous question; a short message that
  * names its own subject ("can I pay with bitcoin") is a new question, and borrowing the previous one's words would
  * answer it from the previous article.
  */
@@ -185,6 +192,10 @@ export function leansOnPrevious(text: string): boolean {
   if (words.length > 12) return false;
   if (CONTINUATION.test(t) || CLARIFY.test(t)) return true;
   if (words.length <= 5 && BARE_PHRASE.test(t)) return true;
+  if (words.length <= 6) {
+    const terms = analyze(text);
+    if (terms.length > 0 && terms.every((term) => ATTRIBUTE_TERMS.has(term))) return true;
+  }
   return words.length <= 8 && words.some((w) => REFERRING.has(w));
 }
 

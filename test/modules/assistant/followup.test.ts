@@ -17,12 +17,12 @@ function after(...customer: string[]): ChatTurn[] {
 }
 
 test('messages that lean on the previous one: continuations and short references', () => {
-  for (const m of ['and for Ireland?', 'what about express?', 'And how long does it take?', 'is that free?', 'also to PO boxes?', 'how much are they?', 'for Ireland?', 'why?', 'what do you mean?', 'like what?', 'how so']) {
+  for (const m of ['and for Ireland?', 'what about express?', 'And how long does it take?', 'is that free?', 'also to PO boxes?', 'how much are they?', 'for Ireland?', 'why?', 'what do you mean?', 'like what?', 'how so', 'is there a fee?', 'how long?', 'any charge?', 'is there a limit?']) {
     assert.ok(leansOnPrevious(m), m);
   }
   for (const m of ['can I pay with bitcoin', 'how much is express shipping?', 'do you sell gift cards', 'hi', '',
     'I ordered a teapot last week and it arrived broken in two pieces, what can you do about it?',
-    'in my account settings where do I change my email address']) {
+    'in my account settings where do I change my email address', 'is there a fee for gift wrapping?', 'how long is the warranty']) {
     assert.ok(!leansOnPrevious(m), m);
   }
 });
@@ -85,4 +85,10 @@ test('"why?" after an answer is about that answer: pointed to with its source, n
     assert.equal(a.kind, 'answer', m);
     assert.equal(a.sources[0], 'doc-returns', m);
   }
+});
+
+test('"is there a fee?" after a question is about its subject, alone about any fee', () => {
+  const a = answer(index, 'is there a fee?', { history: after('how do I cancel my subscription?') });
+  assert.equal(a.sources[0], 'doc-subscription');
+  assert.equal(answer(index, 'is there a fee?').sources[0], 'doc-shipping');
 });
