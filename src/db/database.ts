@@ -161,6 +161,7 @@ export function sqliteFileOf(url: string): string | null {
 
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 const BEGIN_DEFERRED = CompiledQuery.raw('begin');
+const ROLLBACK = CompiledQuery.raw('rollback');
 
 /**
  * SQLite write transactions begin by taking the write lock (BEGIN IMMEDIATE, which waits busy_timeout for it).
@@ -168,12 +169,26 @@ const BEGIN_DEFERRED = CompiledQuery.raw('begin');
  * (a CLI command beside the server) wrote and committed, could then not write at all (SQLITE_BUSY at once, its
  * snapshot being stale, whatever busy_timeout says), and a valid PUT was a 500. A transaction opened read only
  * (`readSnapshot`) still begins deferred: it never writes, and must not hold other processes' writes back.
+ *
+ * A full database (SQLITE_FULL), no memory (SQLITE_NOMEM) and some I/O errors make SQLite roll the whole transaction
+ * back itself, not only the failing statement. Kysely's ROLLBACK then failed ("cannot rollback - no transaction is
+ * active") and that error replaced the one that caused it: a full disk was logged as an unexplained SQLITE_ERROR and
+ * answered as a plain 500. The rollback is skipped when SQLite has already done it.
  */
 class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #handle: { readonly inTransaction: boolean };
+  constructor(config: ConstructorParameters<typeof SqliteDialect>[0], handle: { readonly inTransaction: boolean }) {
+    super(config);
+    this.#handle = handle;
+  }
   override createDriver(): Driver {
     const driver = super.createDriver() as SqliteDriver & Driver;
+    const handle = this.#handle;
     driver.beginTransaction = async (connection: DatabaseConnection, settings?: TransactionSettings) => {
       await connection.executeQuery(settings?.accessMode === 'read only' ? BEGIN_DEFERRED : BEGIN_IMMEDIATE);
+    };
+    driver.rollbackTransaction = async (connection: DatabaseConnection) => {
+      if (handle.inTransaction) await connection.executeQuery(ROLLBACK);
     };
     return driver;
   }
@@ -193,7 +208,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const statements = withStatementCache(sqlite);
-    const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: statements.database }) });
+    const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: statements.database }, sqlite) });
     // SQLite has one writer: concurrent requests' write transactions share commits (group-commit.ts).
     useWriter(db, createGroupCommit(db, 'sqlite'));
     // The hot reads (precompileRows) run straight on the handle when no transaction is open on it (none of the

@@ -46,8 +46,15 @@ export function createGroupCommit(db: Kysely<DB>, dialect: DialectName, opts: { 
               await trx.executeQuery(RELEASE);
               done.push({ job, value });
             } catch (err) {
-              await trx.executeQuery(ROLLBACK_TO);
-              await trx.executeQuery(RELEASE);
+              try {
+                await trx.executeQuery(ROLLBACK_TO);
+                await trx.executeQuery(RELEASE);
+              } catch {
+                // The savepoint is gone: SQLite rolled the whole transaction back itself (a full database, no memory),
+                // undoing the jobs before this one too. The batch fails with this job's error, the cause, rather than
+                // with "no such savepoint", which the jobs and the log would otherwise have been given.
+                throw err;
+              }
               job.reject(err);
             }
           }
@@ -58,9 +65,9 @@ export function createGroupCommit(db: Kysely<DB>, dialect: DialectName, opts: { 
         }
         for (const { job, value } of done) job.resolve(value);
       } catch (err) {
-        // The transaction itself failed (begin, savepoint bookkeeping or commit): none of its jobs happened.
+        // The transaction itself failed (begin, savepoint bookkeeping, commit, or a job's error that rolled it all
+        // back): none of its jobs happened, and none has been told otherwise.
         for (const job of batch) job.reject(err); // a no-op for jobs already refused on their own
-
       }
     }
     running = false;

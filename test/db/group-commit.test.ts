@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createGroupCommit } from '../../src/db/group-commit.js';
+import { resourceError } from '../../src/db/resource-errors.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/db.js';
+import { fillDatabase } from '../helpers/full.js';
 
 for (const dialect of DIALECTS) {
   describe(`group commit (${dialect})`, () => {
@@ -68,6 +70,57 @@ for (const dialect of DIALECTS) {
       );
       assert.equal((await ids('gc_c')).length, 11);
       if (dialect === 'sqlite') assert.deepEqual(order, Array.from({ length: 11 }, (_, i) => i));
+    });
+
+    test('a job that finds the database full: no job is told it committed what was not, each failure says "full", and the next batch after space is back commits', async () => {
+      const transact = createGroupCommit(t.db, t.dialect);
+      // Pages to spare inside the file, as a database that has deleted rows has: small writes still fit, a large one does not.
+      await t.db.insertInto('accounts').values({ ...account('gc_dspace'), name: 'x'.repeat(40_000) }).execute();
+      await t.db.deleteFrom('accounts').where('id', '=', 'gc_dspace').execute();
+      const lift = await fillDatabase(t, { pgRowsOver: 10_000 });
+      let outcomes: PromiseSettledResult<number>[];
+      try {
+        outcomes = await Promise.allSettled(
+          [0, 1, 2, 3].map((i) =>
+            transact(async (trx) => {
+              await trx.insertInto('accounts').values(account(`gc_d${i}`)).execute();
+              // Job 2's second row needs more pages than the file has free.
+              if (i === 2) await trx.insertInto('accounts').values({ ...account('gc_d2big'), name: 'y'.repeat(200_000) }).execute();
+              return i;
+            }),
+          ),
+        );
+      } finally {
+        await lift();
+      }
+      const failure = (o: PromiseSettledResult<number>) => (o.status === 'rejected' ? resourceError(o.reason)?.problem : 'committed');
+      // SQLite rolls back the whole shared transaction on SQLITE_FULL (the old code told jobs 0, 1 and 3 "no such
+      // savepoint", a plain error); PostgreSQL runs each job in its own transaction, so only job 2 is refused there.
+      assert.deepEqual(outcomes.map(failure), dialect === 'sqlite' ? ['full', 'full', 'full', 'full'] : ['committed', 'committed', 'full', 'committed']);
+      // What was answered as committed is there, and nothing of a refused job is.
+      const committed = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [`gc_d${i}`] : []));
+      assert.deepEqual(await ids('gc_d'), committed);
+      // Space is back: the same group commit goes on, no restart.
+      assert.deepEqual(await Promise.all([5, 6].map((i) => transact(async (trx) => (await trx.insertInto('accounts').values(account(`gc_d${i}`)).execute(), i)))), [5, 6]);
+      assert.deepEqual(await ids('gc_d'), [...committed, 'gc_d5', 'gc_d6']);
+    });
+
+    test('a transaction outside the group commit that finds the database full fails with that error, not with its failed rollback', async () => {
+      const lift = await fillDatabase(t);
+      try {
+        const err = await t.db
+          .transaction()
+          .execute(async (trx) => trx.insertInto('accounts').values({ ...account('gc_e'), name: 'z'.repeat(200_000) }).execute())
+          .then(
+            () => assert.fail('the insert went through'),
+            (e: unknown) => e,
+          );
+        // Before: SQLITE_ERROR "cannot rollback - no transaction is active" (SQLite had rolled it back already).
+        assert.equal(resourceError(err)?.problem, 'full', String(err));
+      } finally {
+        await lift();
+      }
+      assert.deepEqual(await ids('gc_e'), []);
     });
   });
 }
