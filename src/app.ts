@@ -61,7 +61,10 @@ const HEADER_DOCS = {
   'X-RateLimit-Limit': { description: "The account's requests per minute.", schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in the current minute window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the minute window resets.', schema: { type: 'integer' } },
-  'Retry-After': { description: 'Seconds to wait before retrying (429 only).', schema: { type: 'integer' } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying: on every 429, and on a 500 caused by the database being full, out of memory or connections, or restarting (the same request works once it has recovered).',
+    schema: { type: 'integer' },
+  },
   'Idempotent-Replayed': {
     description: 'Present (`true`) when this answer is the kept answer of an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
@@ -144,7 +147,7 @@ function deliveryOperations() {
  * Each operation gets its operationId. Response headers are not part of the route schemas (Fastify's
  * serializer would see them), so they are added to the document here: X-Request-Id on every response; the
  * rate-limit headers on every response of an authenticated request (a 401 was not counted); Retry-After on
- * 429 (CONTRACT §3); on POST, the Idempotency-Key request header, Idempotent-Replayed on answers that can be
+ * 429 (CONTRACT §3) and on 500 (sent when the database is out of a resource: src/db/resource-errors.ts); on POST, the Idempotency-Key request header, Idempotent-Replayed on answers that can be
  * replayed and Idempotency-Status on the 400 and 429 a key can cause.
  */
 function documentHeaders<T>(doc: T): T {
@@ -166,7 +169,7 @@ function documentHeaders<T>(doc: T): T {
           ...(status === '401'
             ? {}
             : { 'X-RateLimit-Limit': ref('X-RateLimit-Limit'), 'X-RateLimit-Remaining': ref('X-RateLimit-Remaining'), 'X-RateLimit-Reset': ref('X-RateLimit-Reset') }),
-          ...(status === '429' ? { 'Retry-After': ref('Retry-After') } : {}),
+          ...(status === '429' || status === '500' ? { 'Retry-After': ref('Retry-After') } : {}),
           ...(method === 'post' && status !== '401' && status !== '429' && !status.startsWith('5') ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
           ...(method === 'post' && (status === '400' || status === '429') ? { 'Idempotency-Status': ref('Idempotency-Status') } : {}),
           ...response.headers,

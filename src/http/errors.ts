@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { resourceError } from '../db/resource-errors.js';
 import { patternRule } from './schemas.js';
 
 /** The closed set of error codes (spec "Errors") and the one place that maps each to its HTTP status. */
@@ -149,9 +150,20 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   else apiError = fromFastifyError(err);
 
   if (!apiError) {
-    // Unknown failure: the client gets a generic body and the request id to quote; the log gets the rest.
-    req.log.error({ err, reqId: req.id }, 'unhandled error');
-    apiError = new ApiError('SERVER_ERROR', `internal server error (request ${req.id})`);
+    const resource = resourceError(err);
+    if (resource) {
+      // The database is full, out of memory or connections, or restarting: the same request will work later. Still a
+      // 500 SERVER_ERROR (the spec pairs the code with that status and has none for 503), with Retry-After saying
+      // when to come back; the log says which of these it is and what to do.
+      req.log.error({ err, reqId: req.id, database: { problem: resource.problem, code: resource.code } }, resource.operatorMessage);
+      apiError = new ApiError('SERVER_ERROR', `the service cannot handle this request right now; retry in ${resource.retryAfterSeconds} s (request ${req.id})`, {
+        'retry-after': resource.retryAfterSeconds,
+      });
+    } else {
+      // Unknown failure: the client gets a generic body and the request id to quote; the log gets the rest.
+      req.log.error({ err, reqId: req.id }, 'unhandled error');
+      apiError = new ApiError('SERVER_ERROR', `internal server error (request ${req.id})`);
+    }
   }
   for (const [k, v] of Object.entries(apiError.headers)) reply.header(k, v);
   return reply.code(apiError.status).type('application/json').send(failureBody(apiError.code, apiError.message));

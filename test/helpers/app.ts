@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
@@ -42,6 +43,8 @@ export interface TestAppOptions {
   redisUrl?: string;
   keyPrefix?: string;
   log?: Logger;
+  /** The HTTP layer's logger (Fastify's `loggerInstance`, as `parley serve` passes it); none by default. */
+  appLogger?: FastifyBaseLogger;
   /** The rate limiter's clock and its pause after a Redis failure. */
   limiter?: { now?: () => number; pauseMs?: { first: number; max: number } };
 }
@@ -64,7 +67,7 @@ export async function createTestApp(dialect: DialectName, opts: TestAppOptions =
     ...(opts.log ? { log: opts.log } : {}),
     ...opts.limiter,
   });
-  const app = await buildApp(ctx, { limiter });
+  const app = await buildApp(ctx, { limiter, ...(opts.appLogger ? { loggerInstance: opts.appLogger } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 

@@ -152,7 +152,7 @@ describe('OpenAPI document', () => {
     assert.equal(doc.paths['/chat/conversations/{id}/messages'].post.operationId, 'sendChatMessage');
   });
 
-  test('response headers: X-Request-Id everywhere, the rate-limit headers on every counted answer, Retry-After on 429', async () => {
+  test('response headers: X-Request-Id everywhere, the rate-limit headers on every counted answer, Retry-After on 429 and 500', async () => {
     const names = (h: object | undefined) => Object.keys(h ?? {}).sort();
     for (const [method, path, success] of ROUTES) {
       const responses = doc.paths[path][method].responses;
@@ -163,6 +163,8 @@ describe('OpenAPI document', () => {
       const keyState = method === 'post' ? ['Idempotency-Status'] : [];
       assert.deepEqual(names(responses['429'].headers), ['Retry-After', ...keyState, ...limits].sort(), `${method} ${path} 429`);
       if (responses['400']) assert.deepEqual(names(responses['400'].headers), [...keyState, ...replay, ...limits].sort(), `${method} ${path} 400`);
+      // A 500 may carry Retry-After (the database out of a resource: test/http/resource-errors.test.ts).
+      if (responses['500']) assert.deepEqual(names(responses['500'].headers), ['Retry-After', ...limits].sort(), `${method} ${path} 500`);
     }
     // What the document promises is what a response carries.
     const { key } = await t.account();
