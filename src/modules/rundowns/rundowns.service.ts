@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, RundownQuotesTable, RundownsTable } from '../../db/schema.js';
+import { resourceError } from '../../db/resource-errors.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { toIso, type Clock } from '../../lib/clock.js';
@@ -517,6 +518,9 @@ export function createRundownsService(deps: {
           }
           if (await generate(d.account_id, window, 'schedule')) made++;
         } catch (err) {
+          // A database that is full (or out of another resource) refuses every account alike: the run stops and the
+          // worker backs off (one log line, not one per account and window at every run).
+          if (resourceError(err)) throw err;
           // One failure must not starve the other accounts, nor this account's later windows; the next run tries it
           // again (it is still missing, and no later window of the same interval starts before it ends).
           log.error({ err, accountId: d.account_id, from: toIso(window.from), to: toIso(window.to) }, 'scheduled rundown failed');

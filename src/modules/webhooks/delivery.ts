@@ -16,6 +16,7 @@ import type { DialectName } from '../../db/database.js';
 import { claimingRead } from '../../db/locks.js';
 import { pageLimit } from '../../db/pagination.js';
 import type { DB, DeliveriesTable } from '../../db/schema.js';
+import { resourceError } from '../../db/resource-errors.js';
 import { currentUnitOfWork, type UnitOfWork } from '../../db/unit-of-work.js';
 import type { Clock } from '../../lib/clock.js';
 import type { WorkerTask } from '../../worker/worker.js';
@@ -35,6 +36,11 @@ export const ATTEMPT_KINDS: readonly AttemptKind[] = ['auto', 'manual', 'test'];
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone';
 export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['succeeded', 'retrying', 'failed', 'gone'];
 
+/**
+ * How long a lease is renewed for while its attempt's record waits for the database (see `stalled`): well past the
+ * worker's longest backoff between two tries (5 s), whatever WEBHOOK_TIMEOUT makes the usual lease.
+ */
+const STALLED_LEASE_MS = 30_000;
 /** How long the worker's finished attempts wait for others to be recorded with (see `record`), and how many at most. */
 const RECORD_WAIT_MS = 5;
 const RECORD_BATCH = 64;
@@ -154,6 +160,15 @@ export function connectionLost(err: unknown): boolean {
   return typeof e.message === 'string' && /^Connection terminated/.test(e.message);
 }
 
+/**
+ * Whether the database could not take a batch of records for now, through no fault of theirs: it is full or out of
+ * another resource, restarting, or the connection was lost (again, after writeBatch's second try) or refused. The
+ * worker keeps such records and writes them later (see `stalled`).
+ */
+export function databaseUnavailable(err: unknown): boolean {
+  return resourceError(err) !== null || connectionLost(err) || (err as { code?: unknown }).code === 'ECONNREFUSED';
+}
+
 export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   const { db, dialect, clock, config, sender } = opts;
   const owner = opts.ownerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -257,6 +272,15 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     done: (err?: unknown) => void;
   }
   let outbox: Outcome[] = [];
+  /**
+   * Why the worker's own records could not be written (the database is full, restarting…), while they wait in
+   * `outbox` to be written again; null when records go through. Meanwhile nothing new is claimed or sent: the
+   * receivers already have these attempts, and dropping their records (as before) made every one of them be sent
+   * again at each lease's expiry for as long as the database stayed full. The delivery task retries them at its
+   * failure backoff (worker.ts: up to 5 s apart, one log line per 30 s) and renews their leases, so no other worker
+   * sends them again meanwhile.
+   */
+  let stalled: unknown = null;
   /** The flush running or waiting to run; `hurry` starts a waiting one at once. */
   let flushing: Promise<void> | null = null;
   let hurry: (() => void) | null = null;
@@ -277,7 +301,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       // Only attempts a request makes itself: the worker's loop may have been woken from inside a request's context.
       const uow = kind === 'auto' ? undefined : currentUnitOfWork();
       outbox.push({ d, kind, leaseOwner, at, res, uow, done: (err) => (err ? reject(err) : resolve()) });
-      scheduleFlush(kind !== 'auto' || outbox.length >= RECORD_BATCH);
+      // While records are stalled the worker's own wait for the delivery task's next retry; a request's goes now.
+      if (!stalled || kind !== 'auto') scheduleFlush(kind !== 'auto' || outbox.length >= RECORD_BATCH);
     });
   }
 
@@ -347,8 +372,19 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     try {
       await writeBatch(batch);
       for (const o of batch) recorded(o);
+      if (stalled) {
+        stalled = null;
+        schedulePump(); // the deliveries claimed before the stall go out now
+      }
     } catch (err) {
-      if (batch.length === 1 || !aboutOneRecord(err)) {
+      if (databaseUnavailable(err)) {
+        // Kept, to be written once the database takes writes again. A request waiting on its attempt (a test send, a
+        // manual retry) is answered with the error instead (a 500 with Retry-After): its lease expires as before.
+        const kept = batch.filter((o) => o.kind === 'auto' && !o.uow);
+        for (const o of batch) if (!kept.includes(o)) o.done(err);
+        outbox = [...kept, ...outbox];
+        stalled = kept.length || outbox.length ? err : null;
+      } else if (batch.length === 1 || !aboutOneRecord(err)) {
         for (const o of batch) o.done(err);
       } else {
         // One record the database refuses (or a deadlock) rolled the whole batch back: every delivery in it would stay
@@ -365,8 +401,34 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
       }
     } finally {
       flushing = null;
-      if (outbox.length) scheduleFlush(outbox.some((o) => o.kind !== 'auto') || outbox.length >= RECORD_BATCH);
+      if (outbox.length && !stalled) scheduleFlush(outbox.some((o) => o.kind !== 'auto') || outbox.length >= RECORD_BATCH);
     }
+  }
+
+  /**
+   * While records are stalled, the delivery task's turn: renews the leases of the attempts waiting to be recorded
+   * (an UPDATE in place, which a full database still takes; if it does not, the sweep that would release them fails
+   * too), then writes the records once more. Throws while they still cannot be written, so that the worker backs
+   * off and logs it, instead of claiming and sending more.
+   */
+  async function retryStalled(): Promise<void> {
+    while (flushing) await flushing;
+    if (!stalled) return;
+    const ids = outbox.filter((o) => o.leaseOwner === owner).map((o) => o.d.id);
+    if (ids.length) {
+      await db
+        .updateTable('deliveries')
+        .set({ lease_expires_at: clock.now() + Math.max(leaseMs, STALLED_LEASE_MS) })
+        .where('id', 'in', ids)
+        .where('lease_owner', '=', owner)
+        .execute()
+        .catch(() => undefined);
+    }
+    if (outbox.length) {
+      scheduleFlush(true);
+      while (flushing) await flushing;
+    } else stalled = null;
+    if (stalled) throw stalled;
   }
 
   /** Successful attempts of this worker, each under its lease: as writeOutcome would record them one by one. */
@@ -616,6 +678,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
   }
 
   function pump() {
+    // Sent now, an attempt could not be recorded either; flush() pumps again once records go through.
+    if (stalled) return;
     const stale: Array<{ d: ClaimedDelivery; claimedAt: number }> = [];
     // Deliveries set aside for the lease check count towards their webhook's and account's limits at once:
     // counted only when they start (after the loop), a backlog of one webhook passed the check many times in one
@@ -648,6 +712,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
 
   async function run(signal?: AbortSignal) {
     if (closed || signal?.aborted) return;
+    if (stalled) await retryStalled();
     // Deliveries waiting here for their webhook's or account's share take no slot from the others: counted, one
     // account's backlog claimed in one go (its events due first) left no room to claim anyone else's until its
     // receivers answered or timed out. The wait is bounded: a full pipeline is claimed no more (below), and at most
@@ -754,6 +819,15 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     ]);
     clearTimeout(timer);
     hurry?.();
+    while (flushing) await flushing;
+    if (stalled) {
+      // One last try; records the database still refuses are given up: those deliveries are sent again once their
+      // leases expire (at least once), rather than holding the shutdown.
+      await retryStalled().catch(() => undefined);
+      const err = stalled;
+      stalled = null;
+      for (const o of outbox.splice(0)) o.done(err);
+    }
     await Promise.allSettled([...recording]);
     while (flushing) await flushing;
     await releaseLease(owner).catch(() => undefined);
@@ -803,6 +877,10 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions) {
     attemptCounts: attemptCounts as Readonly<Record<AttemptKind, Readonly<Record<AttemptOutcome, number>>>>,
     get inFlight() {
       return inFlight.size + queued.length;
+    },
+    /** Attempts sent whose records wait for the database to take writes again (0 unless it is full or unavailable). */
+    get unrecorded() {
+      return stalled ? outbox.length : 0;
     },
   };
 }

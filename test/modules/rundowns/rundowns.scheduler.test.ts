@@ -7,12 +7,14 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../../src/config.js';
 import { createContext, type AppContext } from '../../../src/context.js';
 import { openDatabase, type Database } from '../../../src/db/database.js';
+import { resourceError } from '../../../src/db/resource-errors.js';
 import { workerTasks } from '../../../src/worker/tasks.js';
 import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
 import { RUNDOWN_CLAIM_LEASE_MS } from '../../../src/modules/rundowns/rundowns.service.js';
 import type { FakeClock } from '../../../src/lib/clock.js';
 import { createTestApp, useTestApp, type TestApp } from '../../helpers/app.js';
 import { DIALECTS, insertionOrder } from '../../helpers/db.js';
+import { fillDatabase } from '../../helpers/full.js';
 import { converse, DAY, HOUR, iso, loadKnowledge, MIN, T0 } from './helpers.js';
 
 /** What createTestApp's config is made of (its own defaults). */
@@ -175,6 +177,27 @@ for (const dialect of DIALECTS) {
       assert.equal(await withBackfill(7).generateDue(), 2);
       assert.deepEqual(await windows(), [0, 1, 2, 3, 4, 5, 6, 7]);
     });
+
+    test(
+      'a full database stops the run at its first refusal (the worker then backs off and logs once), instead of one error line per account and window; made once there is room',
+      { skip: dialect !== 'postgres' && 'SQLite: whether a small rundown still fits in the pages the file has depends on its layout' },
+      async () => {
+        t.fakeClock.set(T0 + 10 * DAY + HOUR);
+        const errors: unknown[] = [];
+        const log = { info() {}, warn() {}, error: (obj: object) => void errors.push(obj) };
+        const scheduler = createContext(loadConfig({ ...TEST_ENV, RUNDOWN_BACKFILL: '7' }), t.database, t.clock, log).services.rundowns;
+        const lift = await fillDatabase(t.database);
+        try {
+          await assert.rejects(scheduler.generateDue(), (err: unknown) => resourceError(err)?.problem === 'full');
+        } finally {
+          await lift();
+        }
+        assert.deepEqual(errors, [], 'one failure for the worker to log, not a line per window');
+        assert.deepEqual(await windows(), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert.equal(await scheduler.generateDue(), 2);
+        assert.deepEqual(await windows(), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      },
+    );
   });
 
   describe(`scheduled rundowns: RUNDOWN_INTERVAL changed (${dialect})`, () => {
