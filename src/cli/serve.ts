@@ -68,6 +68,17 @@ function onShutdown(deadlineMs: number, fn: () => Promise<void>) {
 async function openFor(config: Config, log: Logger) {
   const { database, applied } = await openMigrated(config, {
     onConnectionError: (err) => log.warn({ err: err.message }, 'PostgreSQL connection lost; the pool opens a new one on next use'),
+    checkpoints: {
+      // The WAL keeps every write since the last checkpoint: while checkpoints fail it only grows.
+      onError: (message, { code, failures }) =>
+        log.error(
+          { err: message, code, consecutiveFailures: failures },
+          code === 'SQLITE_FULL'
+            ? 'SQLite WAL checkpoint failed: the disk is full; the write-ahead log (the -wal file) grows until space is freed, and writes fail once it cannot'
+            : 'SQLite WAL checkpoint failed; the write-ahead log (the -wal file) grows until checkpoints work again',
+        ),
+      onRecovered: (failures) => log.info({ failuresBefore: failures }, 'SQLite WAL checkpoints work again'),
+    },
   });
   // An upgrade changes the database for good (migrations are forward-only): it is said, not done silently.
   if (applied.length) {

@@ -17,11 +17,23 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.file);
 db.pragma('busy_timeout = 5000');
 let timer = null;
+let delay = workerData.intervalMs;
+let failures = 0;
 const tick = () => {
-  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch (err) { parentPort.postMessage({ error: String(err && err.message || err) }); }
-  timer = setTimeout(tick, workerData.intervalMs);
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+    if (failures) parentPort.postMessage({ recovered: failures });
+    failures = 0;
+    delay = workerData.intervalMs;
+  } catch (err) {
+    failures++;
+    // A disk that is full stays so for a while: try less often, up to every few seconds.
+    delay = Math.min(delay * 2, Math.max(workerData.intervalMs, workerData.maxBackoffMs));
+    parentPort.postMessage({ error: String(err && err.message || err), code: err && err.code, failures });
+  }
+  timer = setTimeout(tick, delay);
 };
-timer = setTimeout(tick, workerData.intervalMs);
+timer = setTimeout(tick, delay);
 parentPort.on('message', (m) => {
   if (m === 'stop') { clearTimeout(timer); try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {} db.close(); parentPort.close(); }
 });
@@ -31,14 +43,41 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export function startCheckpointer(file: string, opts: { intervalMs?: number; onError?: (message: string) => void } = {}): Checkpointer {
+/** What the checkpointer tells its owner about failing checkpoints (a full disk: the WAL can no longer shrink). */
+export interface CheckpointReports {
+  /**
+   * A checkpoint failed: the first of a run of failures, then at most once per reportEveryMs while they go on (a
+   * full disk fails every one, several a second), with the database's code (SQLITE_FULL) and the failures so far.
+   */
+  onError?: (message: string, detail: { code: string | null; failures: number }) => void;
+  /** Checkpoints work again after `failures` failed ones. */
+  onRecovered?: (failures: number) => void;
+}
+
+export function startCheckpointer(
+  file: string,
+  opts: CheckpointReports & { intervalMs?: number; maxBackoffMs?: number; reportEveryMs?: number } = {},
+): Checkpointer {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { file, intervalMs: opts.intervalMs ?? 200, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
+    workerData: { file, intervalMs: opts.intervalMs ?? 200, maxBackoffMs: opts.maxBackoffMs ?? 5_000, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
   });
   worker.unref();
-  worker.on('message', (m: { error?: string }) => m.error && opts.onError?.(m.error));
-  worker.on('error', (err) => opts.onError?.(err.message));
+  const reportEveryMs = opts.reportEveryMs ?? 30_000;
+  let lastReport = -Infinity;
+  worker.on('message', (m: { error?: string; code?: string; failures?: number; recovered?: number }) => {
+    if (m.recovered) {
+      lastReport = -Infinity;
+      opts.onRecovered?.(m.recovered);
+    } else if (m.error) {
+      const now = performance.now();
+      if (m.failures === 1 || now - lastReport >= reportEveryMs) {
+        lastReport = now;
+        opts.onError?.(m.error, { code: m.code ?? null, failures: m.failures ?? 1 });
+      }
+    }
+  });
+  worker.on('error', (err) => opts.onError?.(err.message, { code: (err as { code?: string }).code ?? null, failures: 1 }));
   let stopped: Promise<void> | null = null;
   return {
     stop() {

@@ -22,7 +22,7 @@ import {
   type TableMetadata,
 } from 'kysely';
 import pg from 'pg';
-import { startCheckpointer } from './checkpointer.js';
+import { startCheckpointer, type CheckpointReports } from './checkpointer.js';
 import { createGroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations/index.js';
 import { registerDirectReads, ROWS_AS_ARRAYS } from './precompiled.js';
@@ -152,6 +152,11 @@ export interface DatabaseOptions {
   sqliteSynchronous?: 'full' | 'normal';
   /** PostgreSQL only: a connection was closed by the server or the network, idle or in use (default: a line on stderr). */
   onConnectionError?: (err: Error) => void;
+  /**
+   * SQLite file only: what to do when WAL checkpoints fail (a full disk) and when they work again (default: a
+   * process warning on stderr for each report, none for the recovery).
+   */
+  checkpoints?: CheckpointReports;
 }
 
 /** The SQLite file a `sqlite:` URL names (`:memory:` when it names none); null for any other URL. */
@@ -220,7 +225,7 @@ export function openDatabase(url: string, opts: DatabaseOptions = {}): Database 
     // Checkpoints happen on a second connection off the event loop (checkpointer.ts); the automatic one is
     // only the safety net, at ~40 MB of WAL instead of ~4 MB.
     sqlite.pragma('wal_autocheckpoint = 10000');
-    const checkpointer = startCheckpointer(file, { onError: (m) => process.emitWarning(`SQLite checkpoint failed: ${m}`) });
+    const checkpointer = startCheckpointer(file, opts.checkpoints ?? { onError: (m) => process.emitWarning(`SQLite checkpoint failed: ${m}`) });
     return {
       db,
       dialect: 'sqlite',
