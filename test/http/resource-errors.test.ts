@@ -8,7 +8,7 @@ import { DIALECTS, PG_URL } from '../helpers/db.js';
 import { fillDatabase, raiseOnInsert } from '../helpers/full.js';
 import { captureLog } from '../helpers/log.js';
 
-const LEAK = /at \S+ \(|\.ts:\d+|node_modules|SELECT|INSERT|UPDATE|sqlite|SQLITE|relation|could not extend|No space|stack|53\d\d\d|57P0/i;
+const LEAK = /at \S+ \(|\.ts:\d+|node_modules|SELECT|INSERT|UPDATE|sqlite|SQLITE|relation|could not extend|No space|stack|\b53\d{3}\b|\b57P0\d\b/i;
 
 /** A database's resource failure as the client gets it: the failure envelope, a 500 it may retry after Retry-After. */
 function assertRetryLater(r: TestResponse, retryAfter: number) {
