@@ -161,16 +161,16 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   };
 }
 
-/**
- * In place of a passage given again: the sentence of it that shares the most words with this message ("and
- * express?" → the sentence on expedited shipping), or, when no part of it does (or it is one sentence), a pointer to
- * it and the offer of a person ("yes" then accepts).
- */
 /** How many of the assistant's last replies a passage counts as already given in. */
 const REPEAT_LOOKBACK = 3;
 
+/**
+ * In place of a passage given again: the sentence of it that shares the most words with this message ("and
+ * express?" → the sentence on expedited shipping), or, when no part of it does (or it is one sentence), a pointer to
+ * it and the offer of a person ("yes" then accepts). Only a sentence the reply showed (a long passage is cut).
+ */
 function repeatedReply(best: Hit, question: string): string {
-  const sentences = best.passage.trim().split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim()).filter(Boolean);
+  const sentences = bodyOf(best).split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim()).filter((x) => x && !x.endsWith('…'));
   const asked = new Set(analyze(question));
   let quote: string | undefined;
   let most = 0;
