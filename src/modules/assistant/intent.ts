@@ -180,8 +180,9 @@ const CLARIFY = /^(?:why|why not|how|how so|how come|really|what|what do you mea
 
 /**
  * A message that leans on the one before it and means little alone: it opens as a continuation ("and for
- * Canada?", "what about klarna?", "also express?"), it is short and refers back ("how long does it take?", "is
- * that covered?"), or it is short and asks only for an attribute ("is there a fee?", "how long?"). Only such a message is searched together with the previous question; a short message that
+ * Canada?", "what about klarna?", "also express?"), it only asks "why?" or "what do you mean?", it is short and refers
+ * back ("how long does it take?", "is that covered?"), or it is short and asks only for an attribute ("is there a
+ * fee?", "how long?"). Only such a message is searched together with the previous question; a short message that
  * names its own subject ("can I pay with bitcoin") is a new question, and borrowing the previous one's words would
  * answer it from the previous article.
  */

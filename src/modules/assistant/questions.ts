@@ -26,9 +26,9 @@ export function onlyGivesEmail(text: string): boolean {
 
 /**
  * False for what no article could answer: a request for a person, small talk ("hello", "thanks", "bye"), a plain
- * yes or no (the answers to the offer of a person), "that didn't help" (about the reply, not a question), a message that only gives an email address, a message with an email
- * address sent once the conversation was escalated (the chat takes it as contact details), and a message with
- * nothing left once normalised ("???").
+ * yes or no (the answers to the offer of a person), "that didn't help" (about the reply, not a question), a message
+ * that only gives an email address, a message with an email address sent once the conversation was escalated (the
+ * chat takes it as contact details), and a message with nothing left once normalised ("???").
  */
 export function isKnowledgeQuestion(content: string, sentAt: number, escalatedAt: number | null): boolean {
   if (detectHandoff(content) || smallTalkKind(content) !== undefined || isAffirmative(content) || isNegative(content) || isDissatisfied(content) || onlyGivesEmail(content)) return false;
