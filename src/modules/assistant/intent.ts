@@ -18,7 +18,10 @@ const PATTERNS: RegExp[] = [
   // "real person", "live agent", "actual human", "human being", "someone real"
   new RegExp(String.raw`\b${REAL} (?:person|human|agent|rep|representative|operator|people|somebody|someone)\b`),
   /\b(?:human being|(?:someone|somebody) real|not (?:a|this) (?:bot|robot|machine|chatbot))\b/,
-  /\b(?:is there|are there|can i get|could i get|may i have) (?:a|an|any)? ?(?:real |live |actual )?(?:person|human|agent|representative|operator)s? (?:i can|to) (?:talk|speak|chat)/,
+  /\b(?:is there|are there|can i get|could i get|may i have) (?:a|an|any)? ?(?:real |live |actual )?(?:person|human|agent|representative|operator|someone|somebody|anyone|anybody)s? (?:(?:i|we) can|to) (?:talk|speak|chat)/,
+  // "can someone from billing look at it", "could somebody from your team look into this" (not "can someone else use my
+  // account", "can someone pick up my order"): only a member of the team can look at a customer's case
+  /\b(?:can|could|would|will) (?:someone|somebody|anyone|anybody)(?: (?:from|in|on) (?:your |the |a )?\w+(?: (?:team|department|dept))?)? (?:please )?(?:look (?:at|into)|take a look|review|check (?:my|our|this|it|the)|call me|contact me|get back to me|sort (?:this|it) out)\b/,
   // "can a human please look at my account", "could a real person help me" (not "can a person check in for me")
   /\b(?:can|could|would|will) (?:a |an |some |one of your )?(?:(?:real|live|actual) )?(?:human|person|agent|representative|operator|staff member|team member)s? (?:please )?(?:look (?:at|into)|take a look|help me|review|call me|contact me|get back to me)\b/,
   // A call back is something only a person can do: "can someone from your team call me back", "get a member of staff to call me"
@@ -226,10 +229,10 @@ export function isNegative(text: string): boolean {
 }
 
 const GREETING = /^(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|hola|buenos dias|buenas|bonjour|salut|hallo|guten (?:tag|morgen)|moin|ciao|buongiorno|ola|oi|bom dia|hoi|goedemiddag|goedemorgen)(?: there| team| all| folks)?$/;
-const THANKS_WORD = String.raw`(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)`;
+const THANKS_WORD = String.raw`(?:thanks?|thank you|thx|ty|ta|cheers|much appreciated|great|perfect|awesome|cool|ok(?:ay)?|got it|gracias|merci|danke|grazie|obrigad[oa]|bedankt|dank je|super)`;
 /** "thanks so much", "ok great, thank you": thanking words, each with its modifiers. */
 const THANKS = new RegExp(
-  String.raw`^${THANKS_WORD}(?: (?:${THANKS_WORD}|so much|a lot|very much|a bunch|again|mate|guys|for (?:the|your) help|beaucoup|schon|mille|wel))*$`,
+  String.raw`^${THANKS_WORD}(?: (?:${THANKS_WORD}|so much|a lot|very much|a bunch|again|anyway|anyways|mate|guys|for (?:the|your) help|for trying|beaucoup|schon|mille|wel))*$`,
 );
 const BYE = /^(?:bye|goodbye|good bye|see you|see ya|later|cya|adios|au revoir|tschuss|ciao|tot ziens|ate logo|that'?s all|nothing else|no thanks?)$/;
 

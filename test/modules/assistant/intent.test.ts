@@ -3,6 +3,10 @@ import assert from 'node:assert/strict';
 import { detectHandoff, isAffirmative, isDissatisfied, isGreetingOrSmallTalk, isNegative, smallTalkKind } from '../../../src/modules/assistant/intent.js';
 
 const POSITIVE = [
+  'can someone from billing look at it',
+  'could somebody from your team look into this?',
+  'is there someone I can talk to',
+  'can anyone check my account please',
   'talk to a person',
   'agent please',
   'Agent!!',
@@ -75,6 +79,10 @@ const POSITIVE = [
 ];
 
 const NEGATIVE = [
+  'can someone else use my account?',
+  'can someone pick up my order for me',
+  'can someone explain the fee',
+  'someone stole my card',
   'What are your customer service hours?',
   'what size helmet for a person with a 57cm head?',
   'Can someone else pick up my order for me?',
@@ -157,6 +165,11 @@ test('a message that only says the reply did not help is dissatisfied; a new pro
 test('a sound is unclear small talk, not a question ("hmm", "umm", "huh", "idk")', () => {
   for (const m of ['hmm', 'Hmmm...', 'umm', 'uh', 'huh?', 'erm', 'idk', 'well']) assert.equal(smallTalkKind(m), 'unclear', m);
   for (const m of ['hmm where is my order', 'umbrella', 'huh, my card was declined']) assert.equal(smallTalkKind(m), undefined, m);
+});
+
+test('thanks however said ("thanks anyway", "ok ta", "thanks for trying")', () => {
+  for (const m of ['thanks anyway', 'ok ta', 'ta', 'thanks for trying', 'ok thanks anyway']) assert.equal(smallTalkKind(m), 'thanks', m);
+  for (const m of ['ta da', 'thanks, but where is my order?']) assert.notEqual(smallTalkKind(m), 'thanks', m);
 });
 
 test('small talk', () => {
