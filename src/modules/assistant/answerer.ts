@@ -147,10 +147,18 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   // A passage one of the last replies already gave ("and express?" after the shipping article, "it says delivered but
   // I don't have it" after the tracking FAQ): giving it again word for word reads as a machine not listening.
   const recent = (opts.history ?? []).filter((t) => t.role === 'assistant').slice(-REPEAT_LOOKBACK);
-  if (recent.some((t) => t.content.includes(bodyOf(cited[0]!)))) {
-    content = repeatedReply(cited[0]!, q);
-    // The same quote as just given ("As in my answer above: …" twice): only the pointer and the offer of a person.
-    if (content === recent.at(-1)?.content) content = pointerTo(cited[0]!);
+  const shown = (passage: string) => recent.some((t) => t.content.includes(bodyOf({ passage })));
+  // A paragraph given already is not given again: another paragraph of the article that shares more of this message's
+  // words and was not given yet is the answer ("and india?" after the WhatsApp paragraph of the calls article: its
+  // International Saver paragraph); failing that, a quote or the pointer.
+  if (shown(cited[0]!.passage)) {
+    const other = unshownPassage(index.passagesOf(cited[0]!.sourceId), cited[0]!.passage, q, shown);
+    if (other) content = compose([{ ...cited[0]!, passage: other }, ...cited.slice(1)], opts.persona);
+    else {
+      content = repeatedReply(cited[0]!, q);
+      // The same quote as just given ("As in my answer above: …" twice): only the pointer and the offer of a person.
+      if (content === recent.at(-1)?.content) content = pointerTo(cited[0]!);
+    }
   }
   return {
     kind: 'answer',
@@ -159,6 +167,22 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
     confidence: round(decision.confidence),
     topics: [...new Set(cited.map((h) => (h.kind === 'faq' ? (h.category ?? 'faq') : h.title)))],
   };
+}
+
+/**
+ * The passage not given yet (`shown`) that shares the most of the message's words, if it shares more than `given`
+ * (the passage already given) does: when the given one matches the message as well, pointing back to it is right.
+ */
+function unshownPassage(passages: string[], given: string, question: string, shown: (passage: string) => boolean): string | undefined {
+  const asked = new Set(analyze(question));
+  const sharedBy = (passage: string) => new Set(analyze(passage).filter((t) => asked.has(t))).size;
+  let best: string | undefined;
+  let most = sharedBy(given);
+  for (const passage of passages) {
+    const shared = sharedBy(passage);
+    if (shared > most && !shown(passage)) [best, most] = [passage, shared];
+  }
+  return best;
 }
 
 /** How many of the assistant's last replies a passage counts as already given in. */
@@ -248,7 +272,7 @@ export function noAnswer(confidence: number): AssistantAnswer {
 }
 
 /** The passage of a hit as a reply quotes it. */
-function bodyOf(hit: Hit): string {
+function bodyOf(hit: Pick<Hit, 'passage'>): string {
   const body = hit.passage.trim();
   return body.length > MAX_ANSWER_CHARS ? `${body.slice(0, MAX_ANSWER_CHARS).replace(/\s+\S*$/, '')}…` : body;
 }

@@ -243,6 +243,11 @@ export class KnowledgeIndex {
     this.mini.addAll(batch);
   }
 
+  /** The passages of a citable source, in the order of its text (an FAQ: its answer); none for any other. */
+  passagesOf(sourceId: string): string[] {
+    return (this.sources.get(sourceId) ?? []).map((id) => this.entries[id]!).filter((e) => e.citable).map((e) => e.passage);
+  }
+
   /** Remove a document or FAQ by id (no-op if absent). */
   remove(sourceId: string): void {
     const ids = this.sources.get(sourceId);

