@@ -61,6 +61,13 @@ function otherConnection(dialect: DialectName, url: string) {
  */
 export function accountsCliSuite(dialect: DialectName) {
   describe(`parley accounts update / delete (${dialect})`, () => {
+    /** The deleted account has no row left in any table, the other is as it was, and no attempt lost its delivery. */
+    const assertOnlyOtherLeft = async (deleted: string, deliveryIds: string[], other: string, otherDeliveryIds: string[], otherBefore: unknown) => {
+      const after = await rowsOf(t.ctx.db, dialect, deleted, deliveryIds);
+      assert.ok(Object.values(after).every((n) => n === 0), `no row of the account left in any table: ${JSON.stringify(after)}`);
+      assert.deepEqual(await rowsOf(t.ctx.db, dialect, other, otherDeliveryIds), otherBefore, 'the other account is untouched');
+      assert.equal(await orphanAttempts(t.ctx.db), 0);
+    };
     let t: TestApp;
     let env: Record<string, string>;
     let receiver: TestServer;
@@ -167,10 +174,7 @@ export function accountsCliSuite(dialect: DialectName) {
       // leaves that much); no webhook is told.
       const logged = r.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.deepEqual(logged.map((l) => [l.msg, l.accountId, l.counts]), [['account deletion started', a.accountId, undefined], ['account deleted', a.accountId, refusal.counts]]);
-      const after = await rowsOf(t.ctx.db, dialect, a.accountId, filledA.deliveryIds);
-      assert.ok(Object.values(after).every((n) => n === 0), `no row of the account left in any table: ${JSON.stringify(after)}`);
-      assert.deepEqual(await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds), otherBefore, 'the other account is untouched');
-      assert.equal(await orphanAttempts(t.ctx.db), 0);
+      await assertOnlyOtherLeft(a.accountId, filledA.deliveryIds, b.accountId, filledB.deliveryIds, otherBefore);
 
       // The node still trusts the cached key, but a write cannot leave a row behind: 401.
       const write = await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'After', content: 'x' } });
@@ -286,10 +290,7 @@ export function accountsCliSuite(dialect: DialectName) {
       assert.deepEqual(logged.map((l) => l.map((x) => x.msg)), [['account deletion started', 'account deleted'], ['account deletion resumed', 'account deleted']]);
       assert.deepEqual(logged.map((l) => l[1]!.finishedByAnotherRun), outs.map((o) => o.finishedByAnotherRun));
 
-      const after = await rowsOf(t.ctx.db, dialect, a.accountId, deliveryIds);
-      assert.ok(Object.values(after).every((n) => n === 0), `no row of the account left in any table: ${JSON.stringify(after)}`);
-      assert.deepEqual(await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds), otherBefore, 'the other account is untouched');
-      assert.equal(await orphanAttempts(t.ctx.db), 0);
+      await assertOnlyOtherLeft(a.accountId, deliveryIds, b.accountId, filledB.deliveryIds, otherBefore);
 
       // A third, once both are done: nothing of it is left to delete.
       const text = await cli(['accounts', 'delete', a.accountId, '--yes'], env);
@@ -353,10 +354,7 @@ export function accountsCliSuite(dialect: DialectName) {
       assert.deepEqual(oneJson(again), { id: a.accountId, deleted: true, resumed: true, finishedByAnotherRun: false, counts: mid.counts });
       const logged = again.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.deepEqual(logged.map((l) => [l.msg, l.deletionStartedAt ?? l.resumed]), [['account deletion resumed', mid.deletionStartedAt], ['account deleted', true]]);
-      const after = await rowsOf(t.ctx.db, dialect, a.accountId, deliveryIds);
-      assert.ok(Object.values(after).every((n) => n === 0), `no row of the account left in any table: ${JSON.stringify(after)}`);
-      assert.deepEqual(await rowsOf(t.ctx.db, dialect, b.accountId, filledB.deliveryIds), otherBefore, 'the other account is untouched');
-      assert.equal(await orphanAttempts(t.ctx.db), 0);
+      await assertOnlyOtherLeft(a.accountId, deliveryIds, b.accountId, filledB.deliveryIds, otherBefore);
       const text = await cli(['accounts', 'delete', a.accountId, '--yes'], env);
       assert.equal(text.code, 2);
     });
