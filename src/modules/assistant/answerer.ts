@@ -226,8 +226,13 @@ export function decide(index: KnowledgeIndex, question: string, opts: AnswerOpti
   // A follow-up ("and for Canada?", "is that covered?") is read with the previous question.
   const prev = leansOnPrevious(question) ? previousQuestion(opts.history, question) : undefined;
   if (prev) {
-    const merged = index.searchDetailed(`${prev} ${question}`, 6);
-    if (merged.hits[0]) result = merged;
+    const merged = index.searchDetailed(`${prev.text} ${question}`, 6);
+    // Read with a question that went unanswered only if that reading is confident enough to answer ("my phone was
+    // stolen" abstained at 0.51 → "do I still have to pay for it?": together they find the stolen-phone article;
+    // alone, the 5G FAQ). Otherwise alone: "can I return a helmet I wore once?" → "how do I return it" took on the
+    // unknown words, where alone it finds the returns article.
+    const use = merged.hits[0] !== undefined && (!prev.afterUnanswered || confidenceOf(decisionFeatures(merged.hits, merged.terms, merged.unpublishedLead !== undefined)) >= (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE));
+    if (use) result = merged;
   }
   const { hits } = result;
   const best = hits[0];
@@ -245,21 +250,26 @@ export function decide(index: KnowledgeIndex, question: string, opts: AnswerOpti
  * itself a follow-up, with the question it followed ("how do I return something" → "how long does that take?" →
  * "for Canada?"), up to three messages in all.
  */
-function previousQuestion(history: ChatTurn[] | undefined, current: string): string | undefined {
+function previousQuestion(history: ChatTurn[] | undefined, current: string): { text: string; afterUnanswered: boolean } | undefined {
   if (!history) return undefined;
   const taken: string[] = [];
+  let afterUnanswered = false;
   for (let i = history.length - 1; i >= 0 && taken.length < 3; i--) {
     const t = history[i]!;
     if (t.role !== 'customer' && t.role !== 'user') continue;
     if (t.content.trim() === current.trim() || smallTalkKind(t.content) || detectHandoff(t.content) || isDissatisfied(t.content)) continue;
-    // Only a question that was answered: read with one that was not ("can I return a helmet I wore once?"), a follow-up
-    // ("how do I return it") took on its unknown words and was not answered either, where alone it is.
     const replied = history[i + 1];
-    if (replied && replied.role !== 'customer' && replied.role !== 'user' && wasUnanswered(replied.content)) break;
+    const unanswered = replied !== undefined && replied.role !== 'customer' && replied.role !== 'user' && wasUnanswered(replied.content);
+    // A question that went unanswered is the last one taken (decide reads the follow-up with it only if confident).
+    if (unanswered && taken.length > 0) break;
     taken.unshift(t.content);
+    if (unanswered) {
+      afterUnanswered = true;
+      break;
+    }
     if (!leansOnPrevious(t.content)) break;
   }
-  return taken.length ? taken.join(' ') : undefined;
+  return taken.length ? { text: taken.join(' '), afterUnanswered } : undefined;
 }
 
 function wasUnanswered(reply: string): boolean {

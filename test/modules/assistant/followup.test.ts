@@ -110,3 +110,16 @@ test('a paragraph given already is not given again: another of the article that 
   assert.match(india.content, /International Saver/);
   assert.doesNotMatch(india.content, /WhatsApp/);
 });
+
+test('after a question that went unanswered, a follow-up is read with it when that reading is confident enough to answer', () => {
+  // Held-out furniture set (bench/eval/dialogs furniture-02): alone, "how long will it take" found the refunds FAQ.
+  const furniture = loadSet('bench/eval/heldout/furniture').index;
+  const history: ChatTurn[] = [];
+  const first = answer(furniture, 'do you deliver to the isle of skye', { history });
+  assert.equal(first.kind, 'no_answer', 'precondition');
+  history.push({ role: 'customer', content: 'do you deliver to the isle of skye' }, { role: 'assistant', content: first.content });
+  const next = answer(furniture, 'how long will it take', { history });
+  assert.equal(next.kind, 'answer');
+  assert.equal(next.sources[0], 'd02');
+  assert.notEqual(answer(furniture, 'how long will it take').sources[0], 'd02', 'alone it finds another entry');
+});
