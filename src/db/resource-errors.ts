@@ -6,7 +6,7 @@
  * own remedy. The transaction that met one is rolled back whole: SQLite undoes the whole transaction on SQLITE_FULL
  * and SQLITE_NOMEM, not only the statement (database.ts, group-commit.ts), and PostgreSQL aborts it.
  */
-export type ResourceProblem = 'full' | 'out-of-memory' | 'too-many-connections' | 'insufficient-resources' | 'unavailable';
+export type ResourceProblem = 'full' | 'out-of-memory' | 'too-many-connections' | 'insufficient-resources' | 'unavailable' | 'busy';
 
 export interface ResourceError {
   problem: ResourceProblem;
@@ -39,6 +39,15 @@ const PROBLEMS: Record<string, ResourceProblem> = {
   '57P01': 'unavailable',
   '57P02': 'unavailable',
   '57P03': 'unavailable',
+  // The server cannot be reached: connection refused, or SQLSTATE class 08 (connection exception) from the driver.
+  ECONNREFUSED: 'unavailable',
+  '08000': 'unavailable',
+  '08001': 'unavailable',
+  '08003': 'unavailable',
+  '08004': 'unavailable',
+  '08006': 'unavailable',
+  // Another process held SQLite's write lock past the busy timeout (a backup, a CLI command, a node on the same file).
+  SQLITE_BUSY: 'busy',
 };
 
 const OPERATOR_MESSAGES: Record<ResourceProblem, string> = {
@@ -46,7 +55,8 @@ const OPERATOR_MESSAGES: Record<ResourceProblem, string> = {
   'out-of-memory': 'the database ran out of memory: the request was refused; check the database server (or, on SQLite, this process) for memory pressure',
   'too-many-connections': "the database refused a connection: it has no slot left (max_connections, or the role's or the database's connection limit); lower the nodes' pool sizes or raise the server's limit",
   'insufficient-resources': 'the database lacks a resource (a configuration limit such as max_locks_per_transaction): the request was refused; see the database server\'s log',
-  unavailable: 'the database is shutting down, restarting or not yet accepting connections: requests fail until it is back',
+  unavailable: 'the database is shutting down, restarting, not yet accepting connections or cannot be reached: requests fail until it is back',
+  busy: 'the SQLite database stayed locked by another process past the busy timeout (a backup, a parley command, another process on the same file): the request was refused; if it persists, look for a process holding the database',
 };
 
 /** What kind of resource failure `err` is, or null for any other error. */

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { resourceError } from '../../src/db/resource-errors.js';
 import { createTestApp, useTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
@@ -33,12 +37,16 @@ test('the database errors that mean "out of a resource, come back later" and onl
     ['57P01', 'unavailable'],
     ['57P02', 'unavailable'],
     ['57P03', 'unavailable'],
+    ['08006', 'unavailable'],
+    ['08001', 'unavailable'],
+    ['ECONNREFUSED', 'unavailable'],
+    ['SQLITE_BUSY', 'busy'],
   ] as const) {
     assert.equal(of(code)?.problem, problem, code);
     assert.equal(of(code)?.retryAfterSeconds, problem === 'full' ? 30 : 5, code);
     assert.ok(of(code)?.operatorMessage.endsWith(`(${code})`), code);
   }
-  for (const code of ['SQLITE_BUSY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_IOERR', 'SQLITE_ERROR', '23505', '40P01', '57014', '08006', 'ECONNREFUSED', 'P0001']) {
+  for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_IOERR', 'SQLITE_ERROR', '23505', '40P01', '57014', 'P0001', 'ECONNRESET']) {
     assert.equal(of(code), null, code);
   }
   assert.equal(resourceError(new Error('no code')), null);
@@ -120,6 +128,31 @@ for (const dialect of DIALECTS) {
   });
 }
 
+describe('SQLite locked by another process past the busy timeout (sqlite)', () => {
+  test('a write waits out busy_timeout (5 s), then gets a 500 with Retry-After: 5 and a log line saying so; served once the lock is gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-busy-'));
+    const log = captureLog();
+    const t = await createTestApp('sqlite', { sqliteFile: join(dir, 'parley.db'), appLogger: log.logger });
+    // Another process's connection (a backup, a parley command) holding the write lock.
+    const other = new Database(join(dir, 'parley.db'));
+    try {
+      const { key } = await t.account();
+      other.exec('begin immediate');
+      const logged = log.lines.length;
+      assertRetryLater(await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' } }), 5);
+      const line = log.lines.slice(logged).find((l) => l.level === 50);
+      assert.match(line?.msg ?? '', /^the SQLite database stayed locked by another process past the busy timeout/);
+      assert.deepEqual(line?.database, { problem: 'busy', code: 'SQLITE_BUSY' });
+      other.exec('rollback');
+      assert.equal((await t.request('POST', '/v1/documents', { key, body: { title: 'x', content: 'y' } })).status, 201);
+    } finally {
+      other.close();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('PostgreSQL resource errors (postgres)', () => {
   const log = captureLog();
   const t = useTestApp('postgres', { log: log.logger, appLogger: log.logger });
@@ -129,8 +162,8 @@ describe('PostgreSQL resource errors (postgres)', () => {
     ['too_many_connections', '53300', 'too-many-connections', 5, /^the database refused a connection: it has no slot left/],
     ['insufficient_resources', '53000', 'insufficient-resources', 5, /^the database lacks a resource/],
     ['configuration_limit_exceeded', '53400', 'insufficient-resources', 5, /^the database lacks a resource/],
-    ['admin_shutdown', '57P01', 'unavailable', 5, /^the database is shutting down, restarting or not yet accepting connections/],
-    ['cannot_connect_now', '57P03', 'unavailable', 5, /^the database is shutting down, restarting or not yet accepting connections/],
+    ['admin_shutdown', '57P01', 'unavailable', 5, /^the database is shutting down, restarting, not yet accepting connections or cannot be reached/],
+    ['cannot_connect_now', '57P03', 'unavailable', 5, /^the database is shutting down, restarting, not yet accepting connections or cannot be reached/],
   ] as const) {
     test(`${errcode} (${sqlstate}): a 500 with Retry-After: ${retryAfter}, and the log names it`, async () => {
       const lift = await raiseOnInsert(t.database.db, errcode, `simulated ${errcode}`);
