@@ -213,13 +213,15 @@ export class Transport {
   }
 }
 
-/** null: not retried. 429 waits Retry-After (when short enough); 5xx waits the backoff; other 4xx never. */
+/**
+ * null: not retried. A 429 or a 5xx waits its Retry-After when it sends one (the service's 429s; its 500s of a database
+ * that is full, unreachable or locked, which a retry half a second later would only meet again) and it is short
+ * enough, else the backoff; other 4xx never.
+ */
 function retryDelayMs(error: ParleyError, retry: number): number | null {
-  if (error.status === 429) {
-    if (error.retryAfter === null) return backoffMs(retry);
-    return error.retryAfter <= MAX_RETRY_AFTER_SECONDS ? error.retryAfter * 1000 : null;
-  }
-  return error.status >= 500 ? backoffMs(retry) : null;
+  if (error.status !== 429 && error.status < 500) return null;
+  if (error.retryAfter === null) return backoffMs(retry);
+  return error.retryAfter <= MAX_RETRY_AFTER_SECONDS ? error.retryAfter * 1000 : null;
 }
 
 function unwrap<T>(a: Answer): T {

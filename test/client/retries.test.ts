@@ -69,6 +69,13 @@ describe('client retries', () => {
     assert.ok(waited >= 1000 && waited < 2500, `waited ${waited} ms`);
   });
 
+  test('a 500 with Retry-After (a full or locked database) waits that long, not the half-second backoff, then resends', async () => {
+    const f = await fake([fail(500, 'SERVER_ERROR', 'the service cannot handle this request right now; retry in 2 s (request req_x)', { 'retry-after': '2' }), ok(PAGE)]);
+    assert.deepEqual(await f.client().documents.list(), PAGE);
+    const waited = f.times[1]! - f.times[0]!;
+    assert.ok(waited >= 2000 && waited < 3500, `waited ${waited} ms`);
+  });
+
   test('each POST call gets its own key; a key passed in is the one sent on every attempt', async () => {
     const f = await fake([fail(500, 'SERVER_ERROR', 'boom'), ok({ id: 'doc_2' }), ok({ id: 'doc_3' })]);
     const parley = f.client();
