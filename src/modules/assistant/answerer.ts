@@ -114,9 +114,11 @@ const MAX_ANSWER_CHARS = 900;
 export const UNKNOWN_TEXT = "I'm sorry, I don't know the answer to that — I couldn't find it in our help articles.";
 /** How the reply that escalates after unanswered questions opens. */
 export const UNANSWERED_ESCALATION_TEXT = "I'm sorry I couldn't answer your questions.";
-export const NO_ANSWER_TEXT = `${UNKNOWN_TEXT} Would you like me to connect you with a person from our team?`;
+/** The offer of a person that ends a reply; a plain "yes" after it accepts (`offersPerson`). */
+const OFFER_TEXT = 'Would you like me to connect you with a person from our team?';
+export const NO_ANSWER_TEXT = `${UNKNOWN_TEXT} ${OFFER_TEXT}`;
 /** To "this is useless", "that's not what I asked": the reply before did not help; counted as unanswered. */
-export const DISSATISFIED_TEXT = "I'm sorry that didn't help. Would you like me to connect you with a person from our team?";
+export const DISSATISFIED_TEXT = `I'm sorry that didn't help. ${OFFER_TEXT}`;
 export const HANDOFF_TEXT = "Of course. I'm passing this conversation to a person from our team; they'll reply here as soon as they can.";
 
 /** True when an assistant message ended by offering to connect a person (so a plain "yes" accepts it). */
@@ -151,13 +153,16 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   // A paragraph given already is not given again: another paragraph of the article that shares more of this message's
   // words and was not given yet is the answer ("and india?" after the WhatsApp paragraph of the calls article: its
   // International Saver paragraph); failing that, a quote or the pointer.
-  if (shown(cited[0]!.passage)) {
-    const other = unshownPassage(index.passagesOf(cited[0]!.sourceId), cited[0]!.passage, q, shown);
-    if (other) content = compose([{ ...cited[0]!, passage: other }, ...cited.slice(1)], opts.persona);
+  const best = cited[0]!;
+  if (shown(best.passage)) {
+    const asked = new Set(analyze(q));
+    // Only one that shares more of the words than the given one: when that matches as well, pointing back is right.
+    const other = sharingMost(index.passagesOf(best.sourceId), asked, sharedTerms(best.passage, asked), (p) => !shown(p));
+    if (other) content = compose([{ ...best, passage: other }, ...cited.slice(1)], opts.persona);
     else {
-      content = repeatedReply(cited[0]!, q);
+      content = repeatedReply(best, asked);
       // The same quote as just given ("As in my answer above: …" twice): only the pointer and the offer of a person.
-      if (content === recent.at(-1)?.content) content = pointerTo(cited[0]!);
+      if (content === recent.at(-1)?.content) content = pointerTo(best);
     }
   }
   return {
@@ -169,18 +174,18 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   };
 }
 
-/**
- * The passage not given yet (`shown`) that shares the most of the message's words, if it shares more than `given`
- * (the passage already given) does: when the given one matches the message as well, pointing back to it is right.
- */
-function unshownPassage(passages: string[], given: string, question: string, shown: (passage: string) => boolean): string | undefined {
-  const asked = new Set(analyze(question));
-  const sharedBy = (passage: string) => new Set(analyze(passage).filter((t) => asked.has(t))).size;
+/** How many distinct analysed terms of the message (`asked`) a text contains. */
+function sharedTerms(text: string, asked: ReadonlySet<string>): number {
+  return new Set(analyze(text).filter((t) => asked.has(t))).size;
+}
+
+/** Of `texts`, the one sharing the most terms with the message, more than `floor` (the earliest of equals); `eligible` may leave some out. */
+function sharingMost(texts: readonly string[], asked: ReadonlySet<string>, floor: number, eligible: (text: string) => boolean = () => true): string | undefined {
   let best: string | undefined;
-  let most = sharedBy(given);
-  for (const passage of passages) {
-    const shared = sharedBy(passage);
-    if (shared > most && !shown(passage)) [best, most] = [passage, shared];
+  let most = floor;
+  for (const text of texts) {
+    const shared = sharedTerms(text, asked);
+    if (shared > most && eligible(text)) [best, most] = [text, shared];
   }
   return best;
 }
@@ -193,15 +198,9 @@ const REPEAT_LOOKBACK = 3;
  * express?" → the sentence on expedited shipping), or, when no part of it does (or it is one sentence), a pointer to
  * it and the offer of a person ("yes" then accepts). Only a sentence the reply showed (a long passage is cut).
  */
-function repeatedReply(best: Hit, question: string): string {
+function repeatedReply(best: Hit, asked: ReadonlySet<string>): string {
   const sentences = bodyOf(best).split(/(?<=[.!?])\s+|\n+/).map((x) => x.trim()).filter((x) => x && !x.endsWith('…'));
-  const asked = new Set(analyze(question));
-  let quote: string | undefined;
-  let most = 0;
-  for (const sentence of sentences.length > 1 ? sentences : []) {
-    const shared = new Set(analyze(sentence).filter((t) => asked.has(t))).size;
-    if (shared > most) [quote, most] = [sentence, shared];
-  }
+  const quote = sentences.length > 1 ? sharingMost(sentences, asked, 0) : undefined;
   return quote ? `As in my answer above: ${quote}` : pointerTo(best);
 }
 

@@ -72,19 +72,15 @@ export const rundownsRepository = {
       .executeTakeFirst();
     return r !== undefined;
   },
-  /** Whoever holds it: the window's rundown is stored (or found stored) in this transaction, so no claim is needed. */
-  async dropClaim(db: Conn, accountId: string, p: Period) {
-    await db.deleteFrom('rundown_claims').where('account_id', '=', accountId).where('from_ts', '=', p.from).where('to_ts', '=', p.to).execute();
-  },
-  /** A build that failed gives its window back at once rather than at expiry; a claim taken over since is left alone. */
-  async releaseClaim(db: Conn, accountId: string, p: Period, holder: string) {
-    await db
-      .deleteFrom('rundown_claims')
-      .where('account_id', '=', accountId)
-      .where('from_ts', '=', p.from)
-      .where('to_ts', '=', p.to)
-      .where('holder', '=', holder)
-      .execute();
+  /**
+   * Drops the window's claim. Without `holder`, whoever holds it: the window's rundown is stored (or found stored) in
+   * this transaction, so no claim is needed. With it, only that run's: a build that failed gives its window back at once
+   * rather than at expiry, and a claim taken over since is left alone.
+   */
+  async dropClaim(db: Conn, accountId: string, p: Period, holder?: string) {
+    let q = db.deleteFrom('rundown_claims').where('account_id', '=', accountId).where('from_ts', '=', p.from).where('to_ts', '=', p.to);
+    if (holder !== undefined) q = q.where('holder', '=', holder);
+    await q.execute();
   },
   /**
    * Expired claims, which mean what no claim means: removed so that one whose window stopped being looked at (it left

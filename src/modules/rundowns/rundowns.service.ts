@@ -524,7 +524,7 @@ export function createRundownsService(deps: {
           // One failure must not starve the other accounts, nor this account's later windows; the next run tries it
           // again (it is still missing, and no later window of the same interval starts before it ends).
           log.error({ err, accountId: d.account_id, from: toIso(window.from), to: toIso(window.to) }, 'scheduled rundown failed');
-          if (claimed) await writeTransaction(db, (trx) => repo.releaseClaim(trx, d.account_id, window, holder)).catch(() => undefined);
+          if (claimed) await writeTransaction(db, (trx) => repo.dropClaim(trx, d.account_id, window, holder)).catch(() => undefined);
         }
       }
       return made;

@@ -166,7 +166,7 @@ export function connectionLost(err: unknown): boolean {
  * worker keeps such records and writes them later (see `stalled`).
  */
 export function databaseUnavailable(err: unknown): boolean {
-  return resourceError(err) !== null || connectionLost(err) || (err as { code?: unknown }).code === 'ECONNREFUSED';
+  return resourceError(err) !== null || connectionLost(err);
 }
 
 export function createDeliveryEngine(opts: DeliveryEngineOptions) {
