@@ -62,7 +62,7 @@ const HEADER_DOCS = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current minute window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'Unix time, in seconds, at which the minute window resets.', schema: { type: 'integer' } },
   'Retry-After': {
-    description: 'Seconds to wait before retrying: on every 429, and on a 500 caused by the database being full, out of memory or connections, or restarting (the same request works once it has recovered).',
+    description: 'Seconds to wait before retrying: on every 429, and on a 500 caused by the database being full, out of memory or connections, restarting or unreachable, or locked by another process (the same request works once it has recovered).',
     schema: { type: 'integer' },
   },
   'Idempotent-Replayed': {

@@ -152,9 +152,9 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   if (!apiError) {
     const resource = resourceError(err);
     if (resource) {
-      // The database is full, out of memory or connections, or restarting: the same request will work later. Still a
-      // 500 SERVER_ERROR (the spec pairs the code with that status and has none for 503), with Retry-After saying
-      // when to come back; the log says which of these it is and what to do.
+      // The database is full, out of memory or connections, restarting or unreachable, or locked: the same request will
+      // work later. Still a 500 SERVER_ERROR (the spec pairs the code with that status and has none for 503), with
+      // Retry-After saying when to come back; the log says which of these it is and what to do.
       req.log.error({ err, reqId: req.id, database: { problem: resource.problem, code: resource.code } }, resource.operatorMessage);
       apiError = new ApiError('SERVER_ERROR', `the service cannot handle this request right now; retry in ${resource.retryAfterSeconds} s (request ${req.id})`, {
         'retry-after': resource.retryAfterSeconds,

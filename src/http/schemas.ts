@@ -45,7 +45,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'FORBIDDEN: the key lacks the scope, or a server key on the Free plan',
   404: 'NOT_FOUND: no such resource in this account',
   429: 'RATE_LIMITED: past the per-minute or per-day limit; see Retry-After',
-  500: 'SERVER_ERROR: internal error; the message carries the request id. With Retry-After: the database is full, out of memory or connections, or restarting; the same request works later',
+  500: 'SERVER_ERROR: internal error; the message carries the request id. With Retry-After: the database is full, out of memory or connections, restarting or unreachable, or locked by another process; the same request works later',
 };
 
 const errorRef = (code: number) => Type.Unsafe({ $ref: 'ErrorEnvelope#', description: ERROR_DESCRIPTIONS[code] ?? 'failure' });
