@@ -631,6 +631,55 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    test('a 500 with Retry-After (the database out of reach for a moment) is waited out and the message sent again', async () => {
+      let refused = 0;
+      const w = await openSite({
+        wrap: (real, req) => {
+          if (!req.url.endsWith('/messages') || refused > 0) return real();
+          refused += 1;
+          // What the service answers when its database is unreachable or locked (src/db/resource-errors.ts), but
+          // asking for 1 s so that the test does not wait 5.
+          const body = JSON.stringify({ success: false, error: { code: 'SERVER_ERROR', message: 'The service could not complete the request. Try again shortly.' } });
+          return Promise.resolve(new Response(body, { status: 500, headers: { 'content-type': 'application/json', 'retry-after': '1' } }));
+        },
+      });
+      try {
+        await openChat(w);
+        const id = storedId(w)!;
+        type(w, 'How long do refunds take?');
+        await until(() => w.transcript().length === 3, 'the answer', 10_000);
+        const sends = w.requests.filter((r) => r.url.endsWith('/messages'));
+        assert.equal(refused, 1);
+        assert.deepEqual(sends.map((r) => r.status), [undefined, 200], 'refused once (by the wrap), then answered');
+        assert.equal(sends[1]!.headers['Idempotency-Key'], sends[0]!.headers['Idempotency-Key'], 'sent again with its key');
+        assert.equal(w.error(), '');
+        assert.equal((await conversationOf(id)).messages.length, 3, 'stored once');
+      } finally {
+        w.close();
+      }
+    });
+
+    test('a 500 without Retry-After is not sent again', async () => {
+      let sends = 0;
+      const w = await openSite({
+        wrap: (real, req) => {
+          if (!req.url.endsWith('/messages')) return real();
+          sends += 1;
+          const body = JSON.stringify({ success: false, error: { code: 'SERVER_ERROR', message: 'The service could not complete the request.' } });
+          return Promise.resolve(new Response(body, { status: 500, headers: { 'content-type': 'application/json' } }));
+        },
+      });
+      try {
+        await openChat(w);
+        type(w, 'are you there?');
+        await until(() => w.error(), 'the error', 5_000);
+        assert.equal(sends, 1);
+        assert.equal(w.$<HTMLTextAreaElement>('textarea')!.value, 'are you there?');
+      } finally {
+        w.close();
+      }
+    });
+
     test('a proxy’s 503 asking to wait an hour is not waited out with the typing indicator', async () => {
       const w = await openSite({
         wrap: (real, req) =>

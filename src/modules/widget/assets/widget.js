@@ -650,7 +650,11 @@
               // The first request with this key is still running on the service (it got the message): wait, then ask again.
               var inProgress = res.status === 429 && (out.idempotency === 'in-progress' || (out.error && /still being processed/.test(out.error.message || '')));
               var wait = out.retryAfter || 1;
-              if ((inProgress || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1 && wait <= MAX_RETRY_WAIT_S) {
+              // A 500 with Retry-After is the service saying its database is out of reach for a moment (unreachable,
+              // locked, full): the message was not taken (the key was released), so it is sent again. A 500 without
+              // it is a fault that sending again would only repeat.
+              var passing = res.status === 500 && out.retryAfter !== null;
+              if ((inProgress || passing || res.status === 502 || res.status === 503 || res.status === 504) && method === 'POST' && attempt < ATTEMPTS - 1 && wait <= MAX_RETRY_WAIT_S) {
                 return retry(wait * 1000);
               }
               return out;
