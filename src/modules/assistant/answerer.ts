@@ -24,7 +24,7 @@
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
 import { isChosenName } from './assistant.schemas.js';
-import { detectHandoff, isDissatisfied, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
+import { asksOnlyAttribute, detectHandoff, isDissatisfied, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 import { analyze, stripMarkup } from './text.js';
 
@@ -144,7 +144,7 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   const decision = decide(index, q, opts);
   if (!decision) return noAnswer(0);
   if (decision.confidence < (opts.minConfidence ?? DEFAULT_MIN_CONFIDENCE)) return noAnswer(decision.confidence);
-  const { cited } = decision;
+  let { cited } = decision;
   let content = compose(cited, opts.persona);
   // A passage one of the last replies already gave ("and express?" after the shipping article, "it says delivered but
   // I don't have it" after the tracking FAQ): giving it again word for word reads as a machine not listening.
@@ -157,9 +157,18 @@ export function answer(index: KnowledgeIndex, question: string, opts: AnswerOpti
   if (shown(best.passage)) {
     const asked = new Set(analyze(q));
     // Only one that shares more of the words than the given one: when that matches as well, pointing back is right.
-    const other = sharingMost(index.passagesOf(best.sourceId), asked, sharedTerms(best.passage, asked), (p) => !shown(p));
+    const given = sharedTerms(best.passage, asked);
+    const other = sharingMost(index.passagesOf(best.sourceId), asked, given, (p) => !shown(p));
+    // Else another source the reply cites that has the new words ("and quickbooks?" after the Xero FAQ: the
+    // integrations article names both): it answers first, the given one stays cited after it. Not for a question
+    // about an attribute of what was answered ("is there a fee?", "how much"): that is about the given answer, and
+    // another source's "fee" is some other fee.
+    const elsewhere = other || asksOnlyAttribute(q) ? undefined : unshownElsewhere(index, cited.slice(1), asked, given, shown);
     if (other) content = compose([{ ...best, passage: other }, ...cited.slice(1)], opts.persona);
-    else {
+    else if (elsewhere) {
+      cited = [elsewhere, ...cited.filter((h) => h.sourceId !== elsewhere.sourceId)];
+      content = compose(cited, opts.persona);
+    } else {
       content = repeatedReply(best, asked);
       // The same quote as just given ("As in my answer above: …" twice): only the pointer and the offer of a person.
       if (content === recent.at(-1)?.content) content = pointerTo(best);
@@ -188,6 +197,20 @@ function sharingMost(texts: readonly string[], asked: ReadonlySet<string>, floor
     if (shared > most && eligible(text)) [best, most] = [text, shared];
   }
   return best;
+}
+
+/**
+ * Of the other cited sources, the one with a passage not given yet that shares the most of the message's words, more
+ * than `floor`, as a hit quoting that passage; the earliest-ranked of equals.
+ */
+function unshownElsewhere(index: KnowledgeIndex, others: readonly Hit[], asked: ReadonlySet<string>, floor: number, shown: (passage: string) => boolean): Hit | undefined {
+  let found: Hit | undefined;
+  let most = floor;
+  for (const hit of others) {
+    const passage = sharingMost(index.passagesOf(hit.sourceId), asked, most, (p) => !shown(p));
+    if (passage) [found, most] = [{ ...hit, passage }, sharedTerms(passage, asked)];
+  }
+  return found;
 }
 
 /** How many of the assistant's last replies a passage counts as already given in. */

@@ -196,11 +196,14 @@ export function leansOnPrevious(text: string): boolean {
   if (words.length > 12) return false;
   if (CONTINUATION.test(t) || CLARIFY.test(t)) return true;
   if (words.length <= 5 && BARE_PHRASE.test(t)) return true;
-  if (words.length <= 6) {
-    const terms = analyze(text);
-    if (terms.length > 0 && terms.every((term) => ATTRIBUTE_TERMS.has(term))) return true;
-  }
+  if (words.length <= 6 && asksOnlyAttribute(text)) return true;
   return words.length <= 8 && words.some((w) => REFERRING.has(w));
+}
+
+/** Whether every word of a message that says anything asks about an attribute: "is there a fee?", "how much", "how long?". */
+export function asksOnlyAttribute(text: string): boolean {
+  const terms = analyze(text);
+  return terms.length > 0 && terms.every((term) => ATTRIBUTE_TERMS.has(term));
 }
 
 const QUESTION_START = /^(?:how|what|whats|what's|when|where|why|who|which|whose|can|could|do|does|did|is|are|was|were|will|would|should|shall|may|might|have|has|any|anyone)\b/;

@@ -123,3 +123,39 @@ test('after a question that went unanswered, a follow-up is read with it when th
   assert.equal(next.sources[0], 'd02');
   assert.notEqual(answer(furniture, 'how long will it take').sources[0], 'd02', 'alone it finds another entry');
 });
+
+test('a follow-up whose new word the given answer lacks is answered from the other cited source that has it', () => {
+  // An FAQ on one accounting tool and an article that names both: "and quickbooks?" after the FAQ's answer got the
+  // pointer back to that answer, which says nothing of QuickBooks, while the article the reply cited beside it does.
+  const kb = KnowledgeIndex.build(
+    [
+      {
+        id: 'doc-integrations',
+        title: 'Integrations',
+        content:
+          'Connect other tools under Settings > Integrations (Team and Business plans).\n\n' +
+          'Accounting. QuickBooks Online and Xero: invoices, payments and clients are synced to your accounting system every 15 minutes.\n\n' +
+          'Calendar. Google Calendar and Outlook: see your meetings next to your timesheet.',
+      },
+      { id: 'doc-billing', title: 'Billing and receipts', content: 'Your subscription renews automatically each month. Receipts are emailed to the billing contact.' },
+    ],
+    [
+      { id: 'faq-xero', question: 'Does it work with Xero?', answer: 'Yes. Connect Xero under Settings > Integrations; invoices, payments and clients sync every 15 minutes.', category: 'integrations' },
+      { id: 'faq-export', question: 'Can I export my data?', answer: 'Yes, as CSV from Settings > Export.', category: 'data' },
+    ],
+  );
+  const history: ChatTurn[] = [];
+  const say = (m: string) => {
+    const a = answer(kb, m, { history });
+    history.push({ role: 'customer', content: m }, { role: 'assistant', content: a.content });
+    return a;
+  };
+  assert.equal(say('does it work with xero').sources[0], 'faq-xero', 'precondition');
+  const qb = say('and quickbooks?');
+  assert.equal(qb.kind, 'answer');
+  assert.deepEqual(qb.sources.slice(0, 2), ['doc-integrations', 'faq-xero']);
+  assert.match(qb.content, /QuickBooks Online/);
+  // A follow-up whose words the given answer has is still pointed back to it, not sent elsewhere.
+  const again = say('does xero sync invoices?');
+  assert.equal(again.sources[0], 'faq-xero');
+});
