@@ -13,10 +13,21 @@ export const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 export const EMAILS_IN_TEXT = new RegExp(EMAIL_IN_TEXT.source, 'g');
 
 /** Lower-case, strip diacritics, unify quotes/dashes, collapse whitespace. */
+const US = /\bU\.?S\.?(?![\w.])/g;
+/**
+ * "US" in capitals is the country ("do you ship to the US?"); lower-cased it would be the pronoun "us", a stopword.
+ * Not in a line of capitals ("CONTACT US", "ABOUT US": a heading).
+ */
+function theCountry(us: string, at: number, text: string): string {
+  const before = /([A-Za-z]+)[^A-Za-z]*$/.exec(text.slice(Math.max(0, at - 40), at))?.[1];
+  return before !== undefined && before.length > 1 && before === before.toUpperCase() ? us : 'USA';
+}
+
 export function normalize(text: string): string {
   return text
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
+    .replace(US, theCountry)
     .toLowerCase()
     .replace(/ß/g, 'ss')
     .replace(/[\u2018\u2019\u02bc`´]/g, "'")
@@ -85,7 +96,7 @@ pleas ok okay yes yeah yep nope ugh hmm um uh lol u ur ya also really actually j
 gonna wanna gotta got get getting gets want wanted wants need needs needed like would could might may must shall
 oh well much many lot lots thing things stuff something anything everything someone somebody anyone anybody
 know think tell said say says one ones way guys guy etc rn asap now today till til ago mine
-yesterday tomorrow twice around kind sort couple bit little whole right away fine ever`;
+yesterday tomorrow twice around kind sort couple bit little whole right away fine ever us`;
 export const STOPWORDS: ReadonlySet<string> = new Set(STOPWORDS_LIST.split(/\s+/).filter(Boolean));
 
 // ---------------------------------------------------------------------------

@@ -96,3 +96,14 @@ test('words that name Object.prototype members are ordinary words ("constructor"
   assert.equal(idx.search('are you looking for a constructor', 3)[0]?.sourceId, 'd1');
   assert.doesNotThrow(() => idx.search(names.join(' '), 3));
 });
+
+test('the pronoun "us" is a stopword, so "contact us" does not match "use"; "US" in capitals is the country', () => {
+  // Porter stems "use", "used", "using" to `us`: the pronoun matched every article that says how to use something.
+  assert.deepEqual(analyze('can you email us the invoice'), analyze('can you email the invoice'));
+  assert.ok(analyze('how do I use a gift card').includes(stem('use')));
+  assert.ok(!analyze('please contact us').includes(stem('use')));
+  for (const m of ['do you ship to the US?', 'U.S. orders', 'US-based customers']) assert.ok(analyze(m).includes('usa'), m);
+  // A heading in capitals keeps the pronoun: "CONTACT US" is not about the country.
+  assert.ok(!analyze('CONTACT US').includes('usa'));
+  assert.ok(!analyze('USB cable').includes('usa'));
+});
