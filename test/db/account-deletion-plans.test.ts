@@ -70,7 +70,7 @@ for (const dialect of DIALECTS) {
         for (const q of chunks) {
           for (const table of LARGE) assert.doesNotMatch(plans.get(q.sql)!, new RegExp(`Seq Scan on ${table}\\b`), `${q.sql}\n${plans.get(q.sql)}`);
         }
-        assert.match(planOfStatement(/^select id from "deliveries" where account_id = \$1 and id is not null order by "id" limit 50 for update$/), /Index Scan using deliveries_account on deliveries/);
+        assert.match(planOfStatement(/^select id from "deliveries" where account_id = \$1 and id is not null order by "id" limit 50 for update skip locked$/), /Index Scan using deliveries_account on deliveries/);
         assert.match(planOfStatement(/^delete from "delivery_attempts" where "delivery_id" in \(\$1/), /Index Scan on delivery_attempts_pk|Index Scan using delivery_attempts_pk/);
         assert.match(planOfStatement(/^select "id" from "deliveries" where "account_id" = \$1 and "id" is not null order by "id" for update$/), /deliveries_account/);
       }

@@ -280,27 +280,34 @@ export const accountsRepository = {
   },
   /**
    * Deletes at most `rows` of the account's rows in `table`, with the rows referencing them (CHUNKS), and answers how
-   * many of each kind it deleted: none when the account has none left there. One chunk of an account's deletion, run
-   * in a transaction of its own.
+   * many of each kind it deleted: none when the account has none left there that another transaction does not hold.
+   * One chunk of an account's deletion, run in a transaction of its own.
    *
-   * A table whose rows others reference: their ids are read first, locked on PostgreSQL, in the order of an index
-   * (deliveries in id order, the order a worker's record of a batch locks them in), so a write in flight on one of
-   * them (a worker recording an attempt, a message added to a conversation) commits before and goes with it, or comes
-   * after and finds nothing to write to (a worker's record is conditional on its lease: no row, no attempt). Then the
-   * rows referencing them, then they. Any other table: one DELETE of the rows a bounded subquery names.
+   * The rows are taken in the order of an index and locked on PostgreSQL, passing over those another transaction holds
+   * (FOR UPDATE SKIP LOCKED, in the walk: the first `rows` free ones). Another run of the same deletion holds the rows
+   * of its own chunk: the two take turns down the same table, each row deleted (and counted) by one of them, instead of
+   * this one waiting for the other's commit and then finding its rows gone, which ended the table for it (it went on
+   * to the next table and the first run's last transaction took what was left). A write in flight on a row (a worker
+   * recording an attempt on its delivery, a message added to a conversation) is passed over the same way: a later
+   * chunk takes the row once it is free, or the deletion's last transaction, which waits for it (lockOwnedRows).
+   *
+   * A table whose rows others reference: their ids are read first (deliveries in id order, the order a worker's
+   * record of a batch locks them in), so a write that comes after finds nothing to write to (a worker's record is
+   * conditional on its lease: no row, no attempt); then the rows referencing them, then they. Any other table: one
+   * DELETE of the rows a bounded subquery names and locks.
    */
   async deleteChunk(db: Conn, accountId: string, table: OwnedTable, rows: number): Promise<Partial<OwnedCounts>> {
     const { key, order, children } = CHUNKS[table];
     const kind = OWNED_TABLES.find(([, t]) => t === table)![0];
     // A literal LIMIT: PostgreSQL plans a prepared statement once for all its runs (database.ts), and would plan a bound
-    // one as an unknown share of the table.
-    const ordered = sql`order by ${sql.join(order.map((c) => sql.ref(c)))} limit ${sql.lit(rows)}`;
+    // one as an unknown share of the table. SQLite has one writer (no row is ever held by another) and no FOR UPDATE.
+    const claimed = db.getExecutor().adapter instanceof PostgresAdapter ? sql` for update skip locked` : sql``;
+    const ordered = sql`order by ${sql.join(order.map((c) => sql.ref(c)))} limit ${sql.lit(rows)}${claimed}`;
     if (children) {
       const parents = table as 'deliveries' | 'conversations' | 'rundowns';
       // Only deliveries_account is partial: its predicate stated (deliveriesOf).
       const extra = parents === 'deliveries' ? sql` and id is not null` : sql``;
-      const select = sql<{ id: string }>`select id from ${sql.table(parents)} where account_id = ${accountId}${extra} ${ordered}`;
-      const ids = (await (db.getExecutor().adapter instanceof PostgresAdapter ? sql<{ id: string }>`${select} for update` : select).execute(db)).rows.map((r) => r.id);
+      const ids = (await sql<{ id: string }>`select id from ${sql.table(parents)} where account_id = ${accountId}${extra} ${ordered}`.execute(db)).rows.map((r) => r.id);
       if (ids.length === 0) return {};
       const counts: Partial<OwnedCounts> = {};
       for (const c of children) {

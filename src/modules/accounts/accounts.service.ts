@@ -257,7 +257,8 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
      *    conversations, makes none of its rundowns, erases none for retention, and nothing adds to it (keys, demo,
      *    update). A run cut short (killed, a lost connection) leaves it so; the same command run again goes on.
      * 2. Chunks (deleteChunk) of at most `chunkRows` rows of one table each, in OWNED_TABLES' order, each its own
-     *    transaction; on SQLite each followed by a pause (MIN_CHUNK_PAUSE_MS says how long), since a writer waiting on
+     *    transaction, until a chunk finds none (on PostgreSQL: none that another transaction does not hold, deleteChunk
+     *    says why); on SQLite each followed by a pause (MIN_CHUNK_PAUSE_MS says how long), since a writer waiting on
      *    busy_timeout only tries again now and then and could otherwise find the lock taken again every time.
      * 3. One transaction, as the whole deletion was before: the account row locked (on PostgreSQL every insert of a
      *    row referencing it waits, then fails on the foreign key), then the rows other writes of the account lock
@@ -268,9 +269,12 @@ export function createAccountsService(db: Kysely<DB>, clock: Clock, opts: { dial
      * Answers the rows this run deleted, per kind: with `resumed`, the deletion had been started by another run (one cut
      * short, or one still running), whose rows are not counted here. Two runs at once share the work, each row deleted
      * and counted by one of them (their counts add up to the account); the one that finds the row gone at step 3 says
-     * so (`finishedByAnotherRun`) and answers what it deleted all the same. On PostgreSQL a run whose chunk found its
-     * rows taken by the other's goes on to the next table, so the one that reaches step 3 first may take the rest of a
-     * table the other was still going through in that one transaction; SQLite's chunks never collide.
+     * so (`finishedByAnotherRun`) and answers what it deleted all the same. On PostgreSQL their chunks go down the same
+     * tables side by side, each passing over the rows the other's holds (SKIP LOCKED): neither waits on the other's
+     * chunk, except a chunk of a table whose rows others reference (conversations, rundowns) for the rows referencing
+     * them that the other is deleting as it finishes that table, and step 3 for the other's chunk in flight. A run moves
+     * on once the other holds all that is left of a table, and that chunk is the other's last there. SQLite's chunks
+     * never collide.
      */
     async deleteAccount(id: string, options: DeleteAccountOptions = {}) {
       const chunkRows = options.chunkRows ?? DELETE_CHUNK_ROWS;

@@ -7,9 +7,10 @@ import { conversationsRepository } from '../../../src/modules/conversations/conv
 import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
 import { useTestApp, type SuiteApp } from '../../helpers/app.js';
 import { DIALECTS, waitingOn } from '../../helpers/db.js';
+import { until } from '../../helpers/until.js';
 import { startWorker, waitFor, sleep } from '../webhooks/delivery-helpers.js';
 import { startServer, type TestServer } from '../webhooks/helpers.js';
-import { orphanAttempts, rowsOf, twoFilledAccounts } from './fixtures.js';
+import { bulkFill, orphanAttempts, rowsOf, twoFilledAccounts } from './fixtures.js';
 
 /** What a deletion cut short (a crash, a lost connection) leaves: the afterChunk hook that throws stands for it. */
 class CutShort extends Error {}
@@ -176,6 +177,49 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.request('POST', '/v1/documents', { key: a.key, body: { title: 'After', content: 'x' } })).status, 401);
       assert.deepEqual(errors, []);
     });
+
+    test(
+      "two runs at once: a chunk passes over the rows the other run's chunk holds and deletes the next ones, instead of waiting for its commit",
+      { skip: dialect !== 'postgres' && 'SQLite has one writer: two chunks never run at once there' },
+      async () => {
+        const a = await t.account({ plan: 'pro' });
+        const filled = await bulkFill(t.ctx.db, a.accountId, { conversations: 2, messagesEach: 5, events: 30, deliveries: 30, attemptsEach: 1 });
+        // The other run, in its chunk of deliveries (a table whose rows others reference: ids read and locked, their
+        // attempts, then they) and in one of events (one DELETE of the rows a bounded subquery names): the first rows
+        // of the account in each table's order, deleted and not yet committed.
+        const other = new pg.Client({ connectionString: t.database.url });
+        await other.connect();
+        try {
+          await other.query('begin');
+          const held = (await other.query(`select id from deliveries where account_id = $1 and id is not null order by id limit 5 for update`, [a.accountId])).rows.map((r) => r.id as string);
+          await other.query('delete from delivery_attempts where delivery_id = any($1)', [held]);
+          await other.query('delete from deliveries where id = any($1)', [held]);
+          await other.query(`delete from events where id in (select id from events where account_id = $1 order by created_at, id limit 5)`, [a.accountId]);
+          const pid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+
+          const chunks: number[] = [];
+          const deleting = elsewhere(t).deleteAccount(a.accountId, { chunkRows: 5, afterChunk: (n) => void chunks.push(n) });
+          // While the other's chunk is open, this run's chunks take the rest of both tables (and go on to the others):
+          // all that is left of them is what the other holds.
+          const left = async (table: 'deliveries' | 'events') => Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', a.accountId).executeTakeFirstOrThrow()).n);
+          await until(async () => (await left('deliveries')) === 5 && (await left('events')) === 5 && chunks.length >= 10, `this run's chunks deleting the rows the other does not hold (${chunks.length} chunks so far)`);
+          // Its last transaction waits for the other's chunk (lockOwnedRows), as for any write in flight.
+          await waitingOn(pid, 1);
+          await other.query('commit');
+          const r = await deleting;
+          assert.equal(r.finishedByAnotherRun, false);
+          assert.equal(r.counts.deliveries, filled.deliveries - 5, 'the other run deleted 5 deliveries, this one the rest');
+          assert.equal(r.counts.deliveryAttempts, filled.deliveryAttempts - 5);
+          assert.equal(r.counts.events, filled.events - 5);
+          assert.equal(r.counts.messages, filled.messages);
+          assert.equal(r.counts.conversations, filled.conversations);
+        } finally {
+          await other.end();
+        }
+        assert.ok(Object.values(await rowsOf(t.ctx.db, dialect, a.accountId, [])).every((n) => n === 0));
+        assert.equal(await orphanAttempts(t.ctx.db), 0);
+      },
+    );
 
     test(
       'a test send racing the deletion of its account waits for it and finds no webhook: 404, nothing inserted, nothing sent',
