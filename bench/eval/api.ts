@@ -61,8 +61,11 @@ for (const d of kb.documents) {
   idToKey.set(r.id, d.key);
   if (d.status !== 'active') leakIds.add(r.id);
 }
+// The API takes a category only as a slug (CONTRACT: `[a-z0-9]+(-[a-z0-9]+)*`); some sets write theirs as words
+// ("food safety", foodbox). Sent as an owner would have to type it; the assistant does not read categories to answer.
+const slug = (category: string) => category.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
 for (const f of kb.faqs) {
-  const r = await call('POST', '/faqs', { question: f.question, answer: f.answer, category: f.category, status: f.status });
+  const r = await call('POST', '/faqs', { question: f.question, answer: f.answer, category: slug(f.category), status: f.status });
   idToKey.set(r.id, f.key);
   if (f.status !== 'approved') leakIds.add(r.id);
 }
