@@ -82,17 +82,27 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
  * the account's version (from `versionOf`, read from the database first, before `read` runs) is still the one it
  * was made at, else with `read()` serialised by the route's own serializer (the same bytes Fastify would send),
  * kept. Each app (process, node) keeps its own.
+ *
+ * When `versionOf` answers a number (SQLite, read at once) and an answer is kept, it is sent there and then, and the
+ * reply itself is answered: a route handler returns it without being `async`, and Fastify goes on with no promise,
+ * where an async handler's chain of them (handler, this, the version read) had each cost a trip through the microtask
+ * queue on every kept read.
  */
-export function keptReads(versionOf: (accountId: string) => Promise<number>, answers: VersionedAnswers = createVersionedAnswers()) {
-  return async function send(accountId: string, key: string, reply: FastifyReply, read: () => Promise<unknown>) {
-    const version = await versionOf(accountId);
-    let body = answers.get(accountId, version, key);
-    if (body === undefined) {
-      // fast-json-stringify answers a string (the type allows the Buffer a custom serializer could give).
-      body = reply.serialize({ success: true, data: await read() }) as string;
-      answers.set(accountId, version, key, body);
-    }
-    // A JSON content type and a string: Fastify sends it as it is, with the headers it would have sent.
+export function keptReads(versionOf: (accountId: string) => number | Promise<number>, answers: VersionedAnswers = createVersionedAnswers()) {
+  async function make(accountId: string, version: number, key: string, reply: FastifyReply, read: () => Promise<unknown>) {
+    // fast-json-stringify answers a string (the type allows the Buffer a custom serializer could give).
+    const body = reply.serialize({ success: true, data: await read() }) as string;
+    answers.set(accountId, version, key, body);
     return reply.type(JSON_TYPE).send(body);
+  }
+  const answer = (accountId: string, version: number, key: string, reply: FastifyReply, read: () => Promise<unknown>) => {
+    const body = answers.get(accountId, version, key);
+    // A JSON content type and a string: Fastify sends it as it is, with the headers it would have sent.
+    return body === undefined ? make(accountId, version, key, reply, read) : reply.type(JSON_TYPE).send(body);
+  };
+  return function send(accountId: string, key: string, reply: FastifyReply, read: () => Promise<unknown>): FastifyReply | Promise<FastifyReply> {
+    const version = versionOf(accountId);
+    if (typeof version === 'number') return answer(accountId, version, key, reply, read);
+    return version.then((v) => answer(accountId, v, key, reply, read));
   };
 }

@@ -196,6 +196,29 @@ for (const dialect of DIALECTS) {
       await t.db.deleteFrom('accounts').where('id', '=', 'acct_pu').execute();
     });
 
+    test('rows at once (now): the rows execute answers on SQLite with no transaction open; none inside or beside a transaction, nor on PostgreSQL', async () => {
+      const expected = await pageRows(t.db, 'acct_p%', 3, 1);
+      assert.deepEqual(pageRows.now(t.db, 'acct_p%', 3, 1), dialect === 'sqlite' ? expected : undefined);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let inserted!: () => void;
+      const didInsert = new Promise<void>((r) => (inserted = r));
+      const trx = t.db.transaction().execute(async (tx) => {
+        await insertAccount(tx, 'acct_pv', 'uncommitted', 9_600);
+        inserted();
+        // inside the transaction: through Kysely (its own writes), never straight on the handle
+        assert.equal(countRows.now(tx, 'acct_p%'), undefined);
+        await held;
+      });
+      await didInsert;
+      // on SQLite the one connection is in that transaction: reading the handle now would see its uncommitted row
+      assert.equal(countRows.now(t.db, 'acct_p%'), undefined);
+      release();
+      await trx;
+      assert.deepEqual(countRows.now(t.db, 'acct_p%'), dialect === 'sqlite' ? await countRows(t.db, 'acct_p%') : undefined);
+      await t.db.deleteFrom('accounts').where('id', '=', 'acct_pv').execute();
+    });
+
     if (dialect === 'sqlite') {
       test('on SQLite the statement itself answers arrays (better-sqlite3 raw mode), not objects converted after', async () => {
         const { rows } = await t.db.executeQuery(sql`${sql.raw(ROWS_AS_ARRAYS)}select id, name from accounts where id = ${'acct_p1'}`.compile(t.db));

@@ -24,7 +24,7 @@ export const documentsRoutes =
     app.get('/documents', {
       config: { scope: 'documents:read' },
       schema: { tags, summary: 'List documents', querystring: ListDocumentsQuery, response: responses(200, DocumentList) },
-      handler: async (req, reply) => {
+      handler: (req, reply) => {
         const q = req.query;
         return versioned(req.auth.accountId, `list\0${q.status ?? 'all'}\0${q.limit}\0${q.offset}`, reply, () => svc.list(req.auth.accountId, q));
       },
@@ -33,7 +33,7 @@ export const documentsRoutes =
     app.get('/documents/:id', {
       config: { scope: 'documents:read' },
       schema: { tags, summary: 'Get a document', params: IdParams, response: responses(200, DocumentRecord, [404]) },
-      handler: async (req, reply) => versioned(req.auth.accountId, `get\0${req.params.id}`, reply, () => svc.get(req.auth.accountId, req.params.id)),
+      handler: (req, reply) => versioned(req.auth.accountId, `get\0${req.params.id}`, reply, () => svc.get(req.auth.accountId, req.params.id)),
     });
 
     app.post('/documents', {

@@ -22,7 +22,7 @@ export const faqsRoutes =
     app.get('/faqs', {
       config: { scope: 'faqs:read' },
       schema: { tags, summary: 'List faqs', querystring: ListFaqsQuery, response: responses(200, FaqList) },
-      handler: async (req, reply) => {
+      handler: (req, reply) => {
         const q = req.query;
         const key = `list\0${q.status ?? 'all'}\0${q.category ?? ''}\0${q.limit}\0${q.offset}`;
         return versioned(req.auth.accountId, key, reply, () => svc.list(req.auth.accountId, q));
@@ -32,7 +32,7 @@ export const faqsRoutes =
     app.get('/faqs/:id', {
       config: { scope: 'faqs:read' },
       schema: { tags, summary: 'Get an FAQ', params: IdParams, response: responses(200, FaqRecord, [404]) },
-      handler: async (req, reply) => versioned(req.auth.accountId, `get\0${req.params.id}`, reply, () => svc.get(req.auth.accountId, req.params.id)),
+      handler: (req, reply) => versioned(req.auth.accountId, `get\0${req.params.id}`, reply, () => svc.get(req.auth.accountId, req.params.id)),
     });
 
     app.post('/faqs', {
