@@ -170,11 +170,12 @@ export function createRateLimiter(opts: {
    * profile). As the Redis counters (CHAIN_SCRIPT), a window starts at an account's first request and every request the
    * minute sees counts; here a new limit also starts new counters.
    */
-  const memory = new Map<string, Map<string, { consumed: number; expiresAt: number }>>();
+  type Counters = Map<string, { consumed: number; expiresAt: number }>;
+  /** Per window, the counters of each limit, by budget key. */
+  const memory = { minute: new Map<number, Counters>(), day: new Map<number, Counters>() };
   function takeNow(window: keyof typeof WINDOWS, points: number, key: string, now: number) {
-    const id = `${window}:${points}`;
-    let counters = memory.get(id);
-    if (!counters) memory.set(id, (counters = new Map()));
+    let counters = memory[window].get(points);
+    if (!counters) memory[window].set(points, (counters = new Map()));
     let c = counters.get(key);
     if (!c || c.expiresAt <= now) counters.set(key, (c = { consumed: 0, expiresAt: now + WINDOWS[window] * 1000 }));
     c.consumed += 1;
@@ -184,7 +185,9 @@ export function createRateLimiter(opts: {
   // Redis, these are the counters of the times it failed).
   const sweeper = setInterval(() => {
     const now = clock();
-    for (const counters of memory.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
+    for (const byLimit of [memory.minute, memory.day]) {
+      for (const counters of byLimit.values()) for (const [k, c] of counters) if (c.expiresAt <= now) counters.delete(k);
+    }
   }, 60_000).unref();
 
   /**
@@ -198,6 +201,8 @@ export function createRateLimiter(opts: {
     limits: { minute: number; day: number | null };
     name: string;
     note: string;
+    /** X-RateLimit-Limit, written once. */
+    limitHeader?: string;
   }
 
   /** The day window as it stands, not counting this request: used up (the next request would be refused) or not. */
@@ -216,7 +221,7 @@ export function createRateLimiter(opts: {
     now: number,
   ): RateLimitOutcome {
     const headers: Record<string, string> = {
-      'x-ratelimit-limit': String(budget.limits.minute),
+      'x-ratelimit-limit': (budget.limitHeader ??= String(budget.limits.minute)),
       'x-ratelimit-remaining': String(Math.max(0, minute.remaining)),
       'x-ratelimit-reset': String(Math.ceil((now + minute.msBeforeNext) / 1000)),
     };
@@ -240,7 +245,7 @@ export function createRateLimiter(opts: {
 
   /** The day window counted by this node, read without counting. */
   function dayHere(budget: Budget, day: number, now: number): DayState {
-    const c = memory.get(`day:${day}`)?.get(budget.key);
+    const c = memory.day.get(day)?.get(budget.key);
     return c && c.expiresAt > now ? { msBeforeNext: c.expiresAt - now, usedUp: c.consumed >= day } : null;
   }
 
@@ -304,6 +309,16 @@ export function createRateLimiter(opts: {
 
   const share = opts.publicSharePercent ?? 100;
   const accountBudget = (auth: AuthContext): Budget => ({ kind: 'account', key: auth.accountId, limits: auth.limits, name: 'rate limit', note: '' });
+  /**
+   * The chain of a request counted by its account alone (server keys, and public keys without budgets of their own),
+   * made once per key's AuthContext (the key cache hands out the same one while it remembers the key).
+   */
+  const accountOnly = new WeakMap<AuthContext, Budget[]>();
+  const accountChain = (auth: AuthContext) => {
+    let chain = accountOnly.get(auth);
+    if (!chain) accountOnly.set(auth, (chain = [accountBudget(auth)]));
+    return chain;
+  };
   /** Public keys' own windows: the share of the account's, at least one request each. */
   const publicBudget = (auth: AuthContext): Budget => ({
     kind: 'public',
@@ -352,16 +367,14 @@ export function createRateLimiter(opts: {
     sofar: Record<string, string | number> | null,
     count: (budget: Budget) => RateLimitOutcome,
   ): RateLimitOutcome {
-    const refused = (err: unknown): never => {
-      if (sofar && err instanceof ApiError) throw new ApiError(err.code, err.message, mergeHeaders(sofar, err.headers));
-      throw err;
-    };
     let o: RateLimitOutcome;
     try {
       o = count(chain[i]!);
     } catch (err) {
-      return refused(err);
+      if (sofar && err instanceof ApiError) throw new ApiError(err.code, err.message, mergeHeaders(sofar, err.headers));
+      throw err;
     }
+    if (!sofar && i + 1 === chain.length) return o;
     const headers = sofar ? mergeHeaders(sofar, o.headers) : o.headers;
     return i + 1 < chain.length ? consumeChain(chain, i + 1, headers, count) : { headers: headers as Record<string, string> };
   }
@@ -372,7 +385,7 @@ export function createRateLimiter(opts: {
      * outcome itself) without Redis, a promise with it. `client` is the caller's address (public keys only).
      */
     consume(auth: AuthContext, client?: string): RateLimitOutcome | Promise<RateLimitOutcome> {
-      if (auth.keyType !== 'public' || (share >= 100 && (perClient === 0 || !client))) return consumeAll([accountBudget(auth)]);
+      if (auth.keyType !== 'public' || (share >= 100 && (perClient === 0 || !client))) return consumeAll(accountChain(auth));
       // Public keys sit in web pages, where anyone can spend them: their requests are counted first in budgets of
       // their own (one client's allowance, the public keys' share), and those they refuse never reach the account's
       // windows, so other customers and the owner's server keys keep the rest.
