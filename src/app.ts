@@ -334,12 +334,15 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   app.addHook('onClose', () => inflight.drained());
   registerConnectionClosing(app);
 
-  // Callback hooks rather than async ones: no promise and microtask hop on every request.
+  // Callback hooks rather than async ones: no promise and microtask hop on every request. One hook for the headers
+  // every answer carries, the chat channel's CORS ones included (src/http/cors.ts): it runs before any route's
+  // authentication (a route's own hooks run after the global ones), so refusals carry them too.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     // Every answer is JSON (or a dashboard file of its declared type); a 404 echoes the path it was asked for, so
     // a browser must not guess another type for it.
     reply.header('x-content-type-options', 'nosniff');
+    addChatCors(req, reply);
     done();
   });
   app.setErrorHandler((err: FastifyError, req, reply) => {

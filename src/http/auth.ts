@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountsService } from '../modules/accounts/accounts.service.js';
 import type { AuthContext, Scope } from '../modules/accounts/accounts.schemas.js';
 import { ApiError } from './errors.js';
+import { hooksOf } from './json.js';
 import type { RateLimiter } from './rate-limit.js';
 
 declare module 'fastify' {
@@ -93,9 +94,8 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     }
   }
 
-  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const scope = req.routeOptions.config?.scope;
-    if (!scope) return done();
+  /** The hook of a route that needs `scope`. */
+  const authenticate = (scope: Scope) => (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const header = req.headers.authorization;
     if (!header) return done(new ApiError('UNAUTHORIZED', 'missing Authorization header; send "Authorization: Bearer <API_KEY>"'));
     const m = BEARER.exec(header);
@@ -110,5 +110,14 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
       (auth) => admit(req, reply, auth, scope, done),
       (err: Error) => done(err),
     );
+  };
+  // Bound to each route that names a scope, as the last of its onRequest hooks (a route's own run after the global
+  // ones: the request id and CORS headers are set first, so refusals carry them): routes without one (health, the
+  // OpenAPI document, the dashboard) and unmatched requests (meterUnmatched) do not run it, and the scope is known
+  // without reading req.routeOptions, which Fastify builds afresh on every read.
+  app.addHook('onRoute', (route) => {
+    const scope = (route.config as { scope?: Scope } | undefined)?.scope;
+    if (!scope) return;
+    route.onRequest = [...hooksOf(route.onRequest), authenticate(scope)] as typeof route.onRequest;
   });
 }

@@ -22,13 +22,10 @@ export function addChatCors(req: FastifyRequest, reply: FastifyReply) {
  * in a cookie, so a foreign page gains nothing it could not do with the key itself. Server endpoints get no CORS
  * headers at all: a server key does not belong in a browser.
  *
- * Registered before authentication, so refused requests carry the headers too.
+ * The headers of an answer are added by app.ts's onRequest hook (addChatCors), before authentication, so refused
+ * requests carry them too; this registers the preflight.
  */
 export function registerChatCors(app: FastifyInstance) {
-  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    addChatCors(req, reply);
-    done();
-  });
   // The preflight: no key (browsers never send one with it), no body, nothing counted against a rate limit.
   app.options(`${CHAT_PREFIX}*`, { schema: { hide: true } }, (_req, reply) => {
     reply
