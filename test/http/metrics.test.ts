@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { DeliveriesTable } from '../../src/db/schema.js';
 import { DURATION_BUCKETS } from '../../src/http/metrics.js';
 import type { FakeClock } from '../../src/lib/clock.js';
 import { QUEUE_CACHE_MS, QUEUE_WAIT_MS } from '../../src/metrics.js';
@@ -305,6 +306,51 @@ for (const dialect of DIALECTS) {
       } finally {
         deliveriesRepository.queueFigures = real;
       }
+    });
+  });
+
+  describe(`GET /metrics: the queue of accounts being deleted (${dialect})`, () => {
+    // No worker here: the deliveries stay as written.
+    const t = useTestApp(dialect, { env: { METRICS_TOKEN: TOKEN }, fakeClock: true });
+
+    test("an account being deleted: its waiting deliveries leave the queue gauges (no worker sends them), another account's stay", async () => {
+      const staying = await t.account();
+      const going = await t.account();
+      const now = t.fakeClock.now();
+      let n = 0;
+      const delivery = (accountId: string, nextAt: number, leaseOwner: string | null = null): DeliveriesTable => ({
+        id: `dlv_deleting${String(n++).padStart(4, '0')}`, account_id: accountId, webhook_id: 'wh_x', event_id: null, event: 'conversation.started',
+        url: 'http://127.0.0.1:9/x', secret: 's', body: '{}', status: 'pending', attempt_count: 0, auto_attempts: 0, next_attempt_at: nextAt,
+        lease_owner: leaseOwner, lease_expires_at: leaseOwner ? now + 60_000 : null, created_at: now - 600_000, updated_at: now - 600_000,
+      });
+      await t.ctx.db
+        .insertInto('deliveries')
+        .values([
+          delivery(going.accountId, now - 600_000), // due for ten minutes: the oldest
+          delivery(going.accountId, now - 120_000),
+          delivery(going.accountId, now),
+          delivery(going.accountId, now + 3_600_000),
+          delivery(going.accountId, now - 300_000, 'worker-a'), // claimed before the deletion: may still be sent
+          delivery(staying.accountId, now - 60_000),
+          delivery(staying.accountId, now),
+          delivery(staying.accountId, now + 3_600_000),
+        ])
+        .execute();
+      const all = await scrape(t);
+      assert.equal(all.value('parley_webhook_deliveries_pending'), 8);
+      assert.equal(all.value('parley_webhook_deliveries_due'), 5);
+      assert.equal(all.value('parley_webhook_deliveries_in_flight'), 1);
+      assert.equal(all.value('parley_webhook_oldest_due_delivery_age_seconds'), 600);
+
+      // What `parley accounts delete` does first; its deliveries go in the transactions after.
+      await t.ctx.db.updateTable('accounts').set({ deletion_started_at: now }).where('id', '=', going.accountId).execute();
+      t.fakeClock.advance(QUEUE_CACHE_MS + 1);
+      const m = await scrape(t);
+      assert.equal(m.value('parley_webhook_queue_up'), 1);
+      assert.equal(m.value('parley_webhook_deliveries_pending'), 4, "the other account's three, and the one held");
+      assert.equal(m.value('parley_webhook_deliveries_due'), 2);
+      assert.equal(m.value('parley_webhook_deliveries_in_flight'), 1);
+      assert.equal(m.value('parley_webhook_oldest_due_delivery_age_seconds'), 60 + (QUEUE_CACHE_MS + 1) / 1000);
     });
   });
 

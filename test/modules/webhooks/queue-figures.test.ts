@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { DeliveriesTable } from '../../../src/db/schema.js';
-import { deliveriesRepository, queueFiguresQuery } from '../../../src/modules/webhooks/webhooks.repository.js';
+import { deliveriesRepository, queueFiguresLeavingOutQuery, queueFiguresQuery } from '../../../src/modules/webhooks/webhooks.repository.js';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
@@ -92,6 +92,34 @@ for (const dialect of DIALECTS) {
         assert.doesNotMatch(plan, /Seq Scan on deliveries/, plan);
         assert.equal(plan.match(/on deliveries_due|using deliveries_due/g)?.length, 3, plan);
         assert.match(plan, /using deliveries_leased/, plan);
+      }
+    });
+
+    test('with an account being deleted, its waiting deliveries are left out, still through the indexes alone', async () => {
+      const { db } = t.ctx;
+      const going = (await t.account()).accountId;
+      const before = await deliveriesRepository.queueFigures(db, NOW);
+      const theirs = (nextAt: number | null, leaseOwner: string | null = null) => ({ ...delivery('pending', nextAt, leaseOwner), account_id: going });
+      await db
+        .insertInto('deliveries')
+        .values([theirs(NOW - 3_600_000), theirs(NOW), theirs(NOW + 60_000), theirs(NOW - 60_000, 'worker-b'), { ...delivery('succeeded', null), account_id: going }])
+        .execute();
+      const added = await deliveriesRepository.queueFigures(db, NOW);
+      assert.deepEqual(added, { ...before, waiting: before.waiting + 3, due: before.due + 2, oldestNextAttemptAt: NOW - 3_600_000, leased: before.leased + 1 });
+      await db.updateTable('accounts').set({ deletion_started_at: NOW }).where('id', '=', going).execute();
+      // Theirs no worker will send are gone from the figures; the one a worker held before the deletion stays.
+      assert.deepEqual(await deliveriesRepository.queueFigures(db, NOW), { ...before, leased: before.leased + 1 });
+
+      await sql`analyze`.execute(db);
+      if (dialect === 'sqlite') {
+        const plan = (await sql<{ detail: string }>`explain query plan ${queueFiguresLeavingOutQuery(NOW)}`.execute(db)).rows.map((r) => r.detail);
+        const onDeliveries = plan.filter((d) => / deliveries\b/.test(d));
+        assert.equal(onDeliveries.length, 5, plan.join('\n'));
+        for (const d of onDeliveries) assert.match(d, /USING (COVERING )?INDEX deliveries_(due|leased)\b/, plan.join('\n'));
+      } else {
+        const plan = (await sql<{ 'QUERY PLAN': string }>`explain ${queueFiguresLeavingOutQuery(NOW)}`.execute(db)).rows.map((r) => r['QUERY PLAN']).join('\n');
+        assert.doesNotMatch(plan, /Seq Scan on deliveries/, plan);
+        assert.equal(plan.match(/on deliveries_due|using deliveries_due/g)?.length, 4, plan);
       }
     });
   });
