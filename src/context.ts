@@ -75,7 +75,7 @@ export function createContext(config: Config, database: Database, clock: Clock, 
   const idempotency = createIdempotencyRepository(db);
   // Only with METRICS_TOKEN: without it nothing is served, so nothing is counted per request either.
   const metrics = config.metrics
-    ? createMetrics({ db, dialect: database.dialect, clock, log, deliveries, chat: services.chat, assistant, conversations: services.conversations, webhooks: services.webhooks })
+    ? createMetrics({ db, dialect: database.dialect, clock, log, deliveries, chat: services.chat, assistant, conversations: services.conversations, webhooks: services.webhooks, rundowns })
     : null;
   return { config, database, db, clock, log, events, deliveries, services, idempotency, metrics };
 }

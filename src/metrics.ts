@@ -17,6 +17,7 @@ import { Exposition, labelPairs } from './lib/prometheus.js';
 import type { AssistantService } from './modules/assistant/assistant.service.js';
 import type { ChatService } from './modules/chat/chat.service.js';
 import type { ConversationsService } from './modules/conversations/conversations.service.js';
+import type { RundownsService } from './modules/rundowns/rundowns.service.js';
 import type { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, type DeliveryEngine } from './modules/webhooks/delivery.js';
 import { deliveriesRepository } from './modules/webhooks/webhooks.repository.js';
@@ -46,6 +47,7 @@ export interface MetricsParts {
   assistant: Pick<AssistantService, 'llm'>;
   conversations: Pick<ConversationsService, 'erased'>;
   webhooks: Pick<WebhooksService, 'pruned'>;
+  rundowns: Pick<RundownsService, 'counts'>;
 }
 
 let version: string | undefined;
@@ -192,6 +194,29 @@ export function createMetrics(parts: MetricsParts) {
     for (const [reason, n] of Object.entries(transactionRetries)) out.sample('parley_db_transaction_retries_total', labelPairs({ reason }), n);
   }
 
+  /** The worker's scheduled rundowns (and the API's manual ones): what was built, thrown away, claimed. */
+  function rundowns(out: Exposition) {
+    const c = parts.rundowns.counts;
+    out.family(
+      'parley_rundowns_built_total',
+      'counter',
+      "Rundown digests this process built (read a window's conversations for), by trigger (schedule: the worker's scheduler; manual: POST /v1/rundowns), including those then thrown away.",
+    );
+    for (const [trigger, n] of Object.entries(c.built)) out.sample('parley_rundowns_built_total', labelPairs({ trigger }), n);
+    out.single(
+      'parley_rundowns_discarded_total',
+      'counter',
+      "Scheduled rundown digests this process built and threw away because another worker had stored the window's rundown first (a claim that expired while its holder was still building, or a worker without claims).",
+      c.discarded,
+    );
+    out.family(
+      'parley_rundown_claims_total',
+      'counter',
+      "Scheduled rundown windows this process's scheduler tried to claim before building, by outcome (taken; held: another worker was building it, so the window and the account's later ones were left to that worker).",
+    );
+    for (const [outcome, n] of Object.entries(c.claims)) out.sample('parley_rundown_claims_total', labelPairs({ outcome }), n);
+  }
+
   function apiFigures(out: Exposition, limiter: RateLimiter) {
     http.collect(out);
     out.family('parley_rate_limit_refusals_total', 'counter', "Requests refused with 429 by the rate limiter, by budget (account; public: its public keys' share; client: one client's allowance with public keys) and window.");
@@ -236,6 +261,7 @@ export function createMetrics(parts: MetricsParts) {
       if (api) apiFigures(out, api.limiter);
       webhookAttempts(out);
       removals(out);
+      rundowns(out);
       queueFigures(out, q);
       return out.text();
     },

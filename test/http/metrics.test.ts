@@ -4,6 +4,8 @@ import type { DeliveriesTable } from '../../src/db/schema.js';
 import { DURATION_BUCKETS } from '../../src/http/metrics.js';
 import type { FakeClock } from '../../src/lib/clock.js';
 import { QUEUE_CACHE_MS, QUEUE_WAIT_MS } from '../../src/metrics.js';
+import { rundownsRepository } from '../../src/modules/rundowns/rundowns.repository.js';
+import { RUNDOWN_CLAIM_LEASE_MS } from '../../src/modules/rundowns/rundowns.service.js';
 import { deliveriesRepository } from '../../src/modules/webhooks/webhooks.repository.js';
 import { createTestApp, useTestApp, type TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/db.js';
@@ -351,6 +353,55 @@ for (const dialect of DIALECTS) {
       assert.equal(m.value('parley_webhook_deliveries_due'), 2);
       assert.equal(m.value('parley_webhook_deliveries_in_flight'), 1);
       assert.equal(m.value('parley_webhook_oldest_due_delivery_age_seconds'), 60 + (QUEUE_CACHE_MS + 1) / 1000);
+    });
+  });
+
+  describe(`GET /metrics: rundowns built, thrown away and claimed (${dialect})`, () => {
+    const HOUR = 3_600_000;
+    const T0 = Date.UTC(2026, 5, 1);
+    // Hourly windows; the account is made half an hour into the first.
+    const t = useTestApp(dialect, { env: { METRICS_TOKEN: TOKEN, RUNDOWN_INTERVAL: '1h' }, fakeClock: T0 + HOUR / 2 });
+
+    test('digests built by trigger, scheduled ones thrown away, and claims taken or held by another worker', async () => {
+      const before = await scrape(t);
+      const manual = await t.request('POST', '/v1/rundowns', { key: t.key, body: { from: new Date(T0).toISOString(), to: new Date(T0 + HOUR).toISOString() } });
+      assert.equal(manual.status, 201, manual.text);
+
+      // Three windows are missing; another worker is building the second (its claim), so this run makes the first and
+      // leaves the second and the third to that worker.
+      t.fakeClock.set(T0 + 3 * HOUR + 60_000);
+      const second = { from: T0 + HOUR, to: T0 + 2 * HOUR };
+      const at = t.fakeClock.now();
+      assert.ok(await rundownsRepository.claimWindow(t.ctx.db, t.accountId, second, 'another-worker', at, at + RUNDOWN_CLAIM_LEASE_MS));
+      assert.equal(await t.ctx.services.rundowns.generateDue(), 1);
+      // That worker gave up its claim, and stored the second window's rundown while this one was building it too (as a
+      // worker whose claim expired mid-build does): this digest is thrown away; the third is made.
+      await rundownsRepository.dropClaim(t.ctx.db, t.accountId, second);
+      const analytics = t.ctx.services.analytics;
+      const figures = analytics.figures.bind(analytics);
+      analytics.figures = async (...args: Parameters<typeof figures>) => {
+        const [accountId, p, trx] = args;
+        if (p.from === second.from && p.to === second.to && trx) {
+          await trx
+            .insertInto('rundowns')
+            .values({ id: 'rd_other_worker', account_id: accountId, trigger: 'schedule', from_ts: second.from, to_ts: second.to, figures: '{}', body: '{}', created_at: at })
+            .execute();
+        }
+        return figures(...args);
+      };
+      try {
+        assert.equal(await t.ctx.services.rundowns.generateDue(), 1);
+      } finally {
+        analytics.figures = figures;
+      }
+
+      const after = await scrape(t);
+      assert.equal(delta(before, after, 'parley_rundowns_built_total', { trigger: 'manual' }), 1);
+      assert.equal(delta(before, after, 'parley_rundowns_built_total', { trigger: 'schedule' }), 3);
+      assert.equal(delta(before, after, 'parley_rundowns_discarded_total', {}), 1);
+      assert.equal(delta(before, after, 'parley_rundown_claims_total', { outcome: 'taken' }), 3);
+      assert.equal(delta(before, after, 'parley_rundown_claims_total', { outcome: 'held' }), 1);
+      for (const name of ['parley_rundowns_built_total', 'parley_rundowns_discarded_total', 'parley_rundown_claims_total']) assert.equal(after.types.get(name), 'counter', name);
     });
   });
 

@@ -211,8 +211,15 @@ export function createRundownsService(deps: {
   const backfill = deps.backfill ?? 0;
   const log = deps.log ?? silentLogger;
   const claimLeaseMs = deps.claimLeaseMs ?? RUNDOWN_CLAIM_LEASE_MS;
-  /** Digests this process built, and those of them it threw away because the window's rundown was stored meanwhile. */
-  const builds = { built: 0, discarded: 0 };
+  /** What this process did, since start (the metrics endpoint reads it). */
+  const counts = {
+    /** Digests built (a window's reads), by trigger, including those then thrown away. */
+    built: { schedule: 0, manual: 0 },
+    /** Scheduled digests built and thrown away because the window's rundown was stored meanwhile. */
+    discarded: 0,
+    /** The scheduler's claims on windows: taken, or refused because another run held the window. */
+    claims: { taken: 0, held: 0 },
+  };
   /**
    * The end of the last complete window for which a run found nothing missing, at least SETTLE_MS after that window
    * ended: until the next window ends, nothing can go missing (below), so the runs in between skip the look.
@@ -257,7 +264,7 @@ export function createRundownsService(deps: {
         await repo.dropClaim(trx, accountId, p);
         return null;
       }
-      builds.built++;
+      counts.built[trigger]++;
       const [f, topTopics, uncited] = await Promise.all([
         analytics.figures(accountId, p, trx),
         analytics.topicsIn(accountId, p, TOP_TOPICS, trx),
@@ -313,7 +320,7 @@ export function createRundownsService(deps: {
       // Stored first: the loser of a race for a scheduled window (a claim that expired while its holder was still
       // building, or a worker of a version without claims) stops here, before filing any suggestion.
       if (!(await repo.insert(trx, row))) {
-        builds.discarded++;
+        counts.discarded++;
         await repo.dropClaim(trx, accountId, p);
         return null;
       }
@@ -513,9 +520,11 @@ export function createRundownsService(deps: {
           const at = clock.now();
           claimed = await writeTransaction(db, (trx) => repo.claimWindow(trx, d.account_id, window, holder, at, at + claimLeaseMs));
           if (!claimed) {
+            counts.claims.held++;
             passed.add(d.account_id);
             continue;
           }
+          counts.claims.taken++;
           if (await generate(d.account_id, window, 'schedule')) made++;
         } catch (err) {
           // A database that is full (or out of another resource) refuses every account alike: the run stops and the
@@ -530,8 +539,7 @@ export function createRundownsService(deps: {
       return made;
     },
 
-    /** How many digests this process built, and how many of them it threw away (another worker had stored the window's). */
-    builds: () => ({ ...builds }),
+    counts: counts as { readonly built: Readonly<Record<Trigger, number>>; readonly discarded: number; readonly claims: Readonly<typeof counts.claims> },
   };
 }
 

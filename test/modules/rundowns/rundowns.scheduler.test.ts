@@ -60,13 +60,13 @@ for (const dialect of DIALECTS) {
       const late = await t.account(); // created after the window closed: not its rundown
       const runners = [t.ctx, t.ctx, other?.ctx ?? t.ctx, other?.ctx ?? t.ctx];
       const contexts = [...new Set(runners)];
-      const builtBefore = contexts.map((c) => c.services.rundowns.builds().built);
+      const builtBefore = contexts.map((c) => c.services.rundowns.counts.built.schedule);
       const made = await Promise.all(runners.map((c) => c.services.rundowns.generateDue()));
       assert.equal(made.reduce((x, y) => x + y, 0), 1, `made ${JSON.stringify(made)}`);
       // One digest built: the other runs found the window claimed (or, claiming it after, already made).
-      const built = contexts.map((c, i) => c.services.rundowns.builds().built - builtBefore[i]!);
+      const built = contexts.map((c, i) => c.services.rundowns.counts.built.schedule - builtBefore[i]!);
       assert.equal(built.reduce((x, y) => x + y, 0), 1, `built ${JSON.stringify(built)}`);
-      assert.deepEqual(contexts.map((c) => c.services.rundowns.builds().discarded), contexts.map(() => 0));
+      assert.deepEqual(contexts.map((c) => c.services.rundowns.counts.discarded), contexts.map(() => 0));
       const rows = await scheduled();
       assert.equal(rows.length, 1);
       assert.equal(rows[0]!.account_id, t.accountId);
@@ -262,9 +262,9 @@ for (const dialect of DIALECTS) {
       assert.equal(runs.reduce((x, y) => x + y, 0), 4 * 6, `made ${JSON.stringify(runs)}`);
       // Each digest built once, by whichever process claimed its window: none built twice and thrown away (before the
       // claims, every process built most of them and all but one discarded theirs at the unique index).
-      const builds = [a, b].map((app) => app.ctx.services.rundowns.builds());
+      const builds = [a, b].map((app) => app.ctx.services.rundowns.counts);
       assert.deepEqual(
-        { built: builds[0]!.built + builds[1]!.built, discarded: builds[0]!.discarded + builds[1]!.discarded },
+        { built: builds[0]!.built.schedule + builds[1]!.built.schedule, discarded: builds[0]!.discarded + builds[1]!.discarded },
         { built: 4 * 6, discarded: 0 },
         JSON.stringify(builds),
       );
