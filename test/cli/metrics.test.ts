@@ -100,8 +100,11 @@ for (const dialect of DIALECTS) {
       assert.equal(m.matching('parley_info')[0]!.labels.dialect, dialect);
       assert.ok(m.value('parley_process_uptime_seconds')! > 0);
       assert.ok(m.value('parley_event_loop_lag_p99_seconds')! >= 0);
-      // A worker serves no API: no request figures.
+      // A worker serves no API: no request figures. Its rundown scheduler's counters are its own (the account, made
+      // just now, has no complete window yet: nothing claimed).
       assert.equal(m.types.has('parley_http_requests_total'), false);
+      assert.equal(m.value('parley_rundown_claims_total', { outcome: 'taken' }), 0);
+      assert.equal(m.value('parley_rundowns_built_total', { trigger: 'schedule' }), 0);
 
       assert.equal(await stopChild(w.child), 0, w.stderr());
     });
