@@ -16,7 +16,6 @@ import * as m0014 from './0014_deliveries_event_webhook.js';
 import * as m0015 from './0015_webhook_secret_rotation.js';
 import * as m0016 from './0016_account_deletion.js';
 import * as m0017 from './0017_rundown_claims.js';
-import * as m0018 from './0018_deliveries_due_account.js';
 
 /** Migrations live in code (not read from disk) so the compiled CLI and the tests see the same list. */
 export const migrations: Record<string, Migration> = {
@@ -37,7 +36,6 @@ export const migrations: Record<string, Migration> = {
   '0015_webhook_secret_rotation': m0015,
   '0016_account_deletion': m0016,
   '0017_rundown_claims': m0017,
-  '0018_deliveries_due_account': m0018,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -97,8 +97,9 @@ const BEING_DELETED = sql`select id from accounts where deletion_started_at is n
 /**
  * queueFiguresQuery with the waiting deliveries of accounts being deleted left out (they are never claimed), for when
  * there are any. One statement, so the deliveries counted and those subtracted are of one snapshot. Theirs are counted
- * and the earliest of the others found through deliveries_due, whose entries carry the account (migration 0018): index
- * entries only, no row read, so this costs about twice queueFiguresQuery whoever holds the backlog. The leased ones stay:
+ * and the earliest of the others found through deliveries_due, reading each pending row for its account: 4-7 times
+ * queueFiguresQuery on SQLite, twice on PostgreSQL, only while a deletion runs (an index carrying the account would
+ * halve it on SQLite but means rebuilding the claim's index; BENCHMARKS.md). The leased ones stay:
  * a delivery a worker claimed before the deletion started may still be sent.
  */
 export const queueFiguresLeavingOutQuery = (now: number) => sql<{
