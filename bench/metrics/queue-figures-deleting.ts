@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import type { DeliveriesTable } from '../../src/db/schema.js';
-import { deliveriesRepository, queueFiguresLeavingOutQuery, queueFiguresQuery } from '../../src/modules/webhooks/webhooks.repository.js';
+import { deliveriesRepository, queueFiguresQuery } from '../../src/modules/webhooks/webhooks.repository.js';
 import { createTestDatabase } from '../../test/helpers/db.js';
 
 const { values } = parseArgs({
@@ -94,7 +94,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       console.log(`  ${what}: statement alone ${median(before).toFixed(2)} ms, queueFigures ${median(after).toFixed(2)} ms (medians of ${rounds})`);
       console.log(`    before ${JSON.stringify(old)}\n    after  ${JSON.stringify(figures)}`);
       if (values.explain && deleting === 'acct_0') {
-        const q = queueFiguresLeavingOutQuery(now);
+        const q = queueFiguresQuery(now, true);
         const plan =
           dialect === 'sqlite'
             ? (await sql<{ detail: string }>`explain query plan ${q}`.execute(db)).rows.map((x) => x.detail)

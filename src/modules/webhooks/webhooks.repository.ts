@@ -75,51 +75,43 @@ export const webhooksRepository = {
   },
 };
 
-/** deliveriesRepository.queueFigures's statement (its plan is tested). */
-export const queueFiguresQuery = (now: number) => sql<{
-  waiting: number | string;
-  due: number | string;
-  oldest: number | string | null;
-  leased: number | string;
-  disabled: number | string;
-}>`
-  select
-    (select count(*) from deliveries where status = 'pending' and lease_owner is null) as waiting,
-    (select count(*) from deliveries where status = 'pending' and lease_owner is null and next_attempt_at <= ${now}) as due,
-    (select next_attempt_at from deliveries where status = 'pending' and lease_owner is null and next_attempt_at is not null
-      order by next_attempt_at limit 1) as oldest,
-    (select count(*) from deliveries where lease_owner is not null and status = 'pending') as leased,
-    (select count(*) from webhooks where enabled = 0) as disabled`;
-
 /** The accounts whose deletion has started (accounts.deletion_started_at): their deliveries are never sent. */
 const BEING_DELETED = sql`select id from accounts where deletion_started_at is not null`;
 
 /**
- * queueFiguresQuery with the waiting deliveries of accounts being deleted left out (they are never claimed), for when
- * there are any. One statement, so the deliveries counted and those subtracted are of one snapshot. Theirs are counted
- * and the earliest of the others found through deliveries_due, reading each pending row for its account: 4-7 times
- * queueFiguresQuery on SQLite, twice on PostgreSQL, only while a deletion runs (an index carrying the account would
- * halve it on SQLite but means rebuilding the claim's index; BENCHMARKS.md). The leased ones stay:
- * a delivery a worker claimed before the deletion started may still be sent.
+ * deliveriesRepository.queueFigures's statement (its plans are tested). With `leavingOutDeleted`, for when there are
+ * accounts being deleted, their waiting deliveries (never claimed) are left out, in the same statement, so those
+ * counted and those subtracted are of one snapshot: theirs are counted, and the earliest of the others found, through
+ * deliveries_due, reading each pending row for its account: 4-7 times the plain statement on SQLite, twice on
+ * PostgreSQL, only while a deletion runs (an index carrying the account would halve it on SQLite but means rebuilding
+ * the claim's index; BENCHMARKS.md). The leased ones stay: a delivery a worker claimed before the deletion started may
+ * still be sent.
  */
-export const queueFiguresLeavingOutQuery = (now: number) => sql<{
-  waiting: number | string;
-  due: number | string;
-  oldest: number | string | null;
-  leased: number | string;
-  disabled: number | string;
-}>`
-  select
-    (select count(*) from deliveries where status = 'pending' and lease_owner is null) - gone.waiting as waiting,
-    (select count(*) from deliveries where status = 'pending' and lease_owner is null and next_attempt_at <= ${now}) - gone.due as due,
-    (select next_attempt_at from deliveries where status = 'pending' and lease_owner is null and next_attempt_at is not null
-      and account_id not in (${BEING_DELETED}) order by next_attempt_at limit 1) as oldest,
-    (select count(*) from deliveries where lease_owner is not null and status = 'pending') as leased,
-    (select count(*) from webhooks where enabled = 0) as disabled
+export const queueFiguresQuery = (now: number, leavingOutDeleted = false) => {
+  const less = (figure: 'waiting' | 'due') => (leavingOutDeleted ? sql` - gone.${sql.ref(figure)}` : sql``);
+  const others = leavingOutDeleted ? sql` and account_id not in (${BEING_DELETED})` : sql``;
+  const gone = leavingOutDeleted
+    ? sql`
   from (
     select count(*) as waiting, coalesce(sum(case when next_attempt_at <= ${now} then 1 else 0 end), 0) as due
     from deliveries where status = 'pending' and lease_owner is null and account_id in (${BEING_DELETED})
-  ) gone`;
+  ) gone`
+    : sql``;
+  return sql<{
+    waiting: number | string;
+    due: number | string;
+    oldest: number | string | null;
+    leased: number | string;
+    disabled: number | string;
+  }>`
+  select
+    (select count(*) from deliveries where status = 'pending' and lease_owner is null)${less('waiting')} as waiting,
+    (select count(*) from deliveries where status = 'pending' and lease_owner is null and next_attempt_at <= ${now})${less('due')} as due,
+    (select next_attempt_at from deliveries where status = 'pending' and lease_owner is null and next_attempt_at is not null${others}
+      order by next_attempt_at limit 1) as oldest,
+    (select count(*) from deliveries where lease_owner is not null and status = 'pending') as leased,
+    (select count(*) from webhooks where enabled = 0) as disabled${gone}`;
+};
 
 /** Every column of a delivery, in the order an INSERT ... SELECT writes them. */
 const DELIVERY_COLUMNS = [
@@ -342,12 +334,12 @@ export const deliveriesRepository = {
    * table's history. Webhooks have no index on `enabled`: a table of at most WEBHOOK_MAX_PER_ACCOUNT rows per
    * account is scanned. The waiting ones of accounts being deleted are left out (no worker sends them: an alert on
    * `due` would fire for nothing while a deletion runs, or for good after one cut short), by a second statement when
-   * there are any (queueFiguresLeavingOutQuery); the look for them is a scan of accounts, a row per account.
+   * there are any (queueFiguresQuery's `leavingOutDeleted`); the look for them is a scan of accounts, a row per account.
    */
   async queueFigures(db: Conn, now: number) {
     // Almost always no account is being deleted: then the statement is the one without the subtraction.
     const deleting = await db.selectFrom('accounts').select('id').where('deletion_started_at', 'is not', null).limit(1).executeTakeFirst();
-    const { rows } = await (deleting ? queueFiguresLeavingOutQuery(now) : queueFiguresQuery(now)).execute(db);
+    const { rows } = await queueFiguresQuery(now, deleting !== undefined).execute(db);
     const r = rows[0]!;
     return {
       waiting: Number(r.waiting),

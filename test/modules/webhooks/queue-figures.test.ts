@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { DeliveriesTable } from '../../../src/db/schema.js';
-import { deliveriesRepository, queueFiguresLeavingOutQuery, queueFiguresQuery } from '../../../src/modules/webhooks/webhooks.repository.js';
+import { deliveriesRepository, queueFiguresQuery } from '../../../src/modules/webhooks/webhooks.repository.js';
 import { useTestApp } from '../../helpers/app.js';
 import { DIALECTS } from '../../helpers/db.js';
 
@@ -112,12 +112,12 @@ for (const dialect of DIALECTS) {
 
       await sql`analyze`.execute(db);
       if (dialect === 'sqlite') {
-        const plan = (await sql<{ detail: string }>`explain query plan ${queueFiguresLeavingOutQuery(NOW)}`.execute(db)).rows.map((r) => r.detail);
+        const plan = (await sql<{ detail: string }>`explain query plan ${queueFiguresQuery(NOW, true)}`.execute(db)).rows.map((r) => r.detail);
         const onDeliveries = plan.filter((d) => / deliveries\b/.test(d));
         assert.equal(onDeliveries.length, 5, plan.join('\n'));
         for (const d of onDeliveries) assert.match(d, /USING (COVERING )?INDEX deliveries_(due|leased)\b/, plan.join('\n'));
       } else {
-        const plan = (await sql<{ 'QUERY PLAN': string }>`explain ${queueFiguresLeavingOutQuery(NOW)}`.execute(db)).rows.map((r) => r['QUERY PLAN']).join('\n');
+        const plan = (await sql<{ 'QUERY PLAN': string }>`explain ${queueFiguresQuery(NOW, true)}`.execute(db)).rows.map((r) => r['QUERY PLAN']).join('\n');
         assert.doesNotMatch(plan, /Seq Scan on deliveries/, plan);
         assert.equal(plan.match(/on deliveries_due|using deliveries_due/g)?.length, 4, plan);
       }
