@@ -200,7 +200,7 @@ export function createMetrics(parts: MetricsParts) {
     out.family(
       'parley_rundowns_built_total',
       'counter',
-      "Rundown digests this process built (read a window's conversations for), by trigger (schedule: the worker's scheduler; manual: POST /v1/rundowns), including those then thrown away.",
+      "Rundown digests this process built (read a window's conversations for), by trigger (schedule: the worker's scheduler; manual: POST /v1/rundowns), including those then thrown away or whose build failed.",
     );
     for (const [trigger, n] of Object.entries(c.built)) out.sample('parley_rundowns_built_total', labelPairs({ trigger }), n);
     out.single(
@@ -215,6 +215,12 @@ export function createMetrics(parts: MetricsParts) {
       "Scheduled rundown windows this process's scheduler tried to claim before building, by outcome (taken; held: another worker was building it, so the window and the account's later ones were left to that worker).",
     );
     for (const [outcome, n] of Object.entries(c.claims)) out.sample('parley_rundown_claims_total', labelPairs({ outcome }), n);
+    out.single(
+      'parley_rundowns_failed_total',
+      'counter',
+      "Scheduled rundown windows whose build failed in this process (each logged as 'scheduled rundown failed'); the next run tries them again. A database out of space or another resource stops the run instead and is not counted here.",
+      c.failed,
+    );
   }
 
   function apiFigures(out: Exposition, limiter: RateLimiter) {

@@ -402,6 +402,34 @@ for (const dialect of DIALECTS) {
       assert.equal(delta(before, after, 'parley_rundown_claims_total', { outcome: 'taken' }), 3);
       assert.equal(delta(before, after, 'parley_rundown_claims_total', { outcome: 'held' }), 1);
       for (const name of ['parley_rundowns_built_total', 'parley_rundowns_discarded_total', 'parley_rundown_claims_total']) assert.equal(after.types.get(name), 'counter', name);
+      assert.equal(delta(before, after, 'parley_rundowns_failed_total', {}), 0);
+    });
+
+    test('scheduled windows whose build failed are counted, and counted again when the next run fails too', async () => {
+      const before = await scrape(t);
+      // The next hourly window is complete; its build fails (a bug, a query refused) on two runs, then succeeds.
+      t.fakeClock.set(T0 + 4 * HOUR + 60_000);
+      const analytics = t.ctx.services.analytics;
+      const figures = analytics.figures.bind(analytics);
+      let failures = 2;
+      analytics.figures = async (...args: Parameters<typeof figures>) => {
+        if (failures > 0) {
+          failures--;
+          throw new Error('figures refused');
+        }
+        return figures(...args);
+      };
+      try {
+        assert.equal(await t.ctx.services.rundowns.generateDue(), 0);
+        assert.equal(await t.ctx.services.rundowns.generateDue(), 0);
+        assert.equal(await t.ctx.services.rundowns.generateDue(), 1);
+      } finally {
+        analytics.figures = figures;
+      }
+      const after = await scrape(t);
+      assert.equal(delta(before, after, 'parley_rundowns_failed_total', {}), 2);
+      assert.equal(after.types.get('parley_rundowns_failed_total'), 'counter');
+      assert.equal(delta(before, after, 'parley_rundowns_built_total', { trigger: 'schedule' }), 3, 'the failed builds count as built: they read the window');
     });
   });
 

@@ -219,6 +219,8 @@ export function createRundownsService(deps: {
     discarded: 0,
     /** The scheduler's claims on windows: taken, or refused because another run held the window. */
     claims: { taken: 0, held: 0 },
+    /** Scheduled windows whose build failed ("scheduled rundown failed" in the log); the next run tries them again. */
+    failed: 0,
   };
   /**
    * The end of the last complete window for which a run found nothing missing, at least SETTLE_MS after that window
@@ -532,6 +534,7 @@ export function createRundownsService(deps: {
           if (resourceError(err)) throw err;
           // One failure must not starve the other accounts, nor this account's later windows; the next run tries it
           // again (it is still missing, and no later window of the same interval starts before it ends).
+          counts.failed++;
           log.error({ err, accountId: d.account_id, from: toIso(window.from), to: toIso(window.to) }, 'scheduled rundown failed');
           if (claimed) await writeTransaction(db, (trx) => repo.dropClaim(trx, d.account_id, window, holder)).catch(() => undefined);
         }
@@ -539,7 +542,7 @@ export function createRundownsService(deps: {
       return made;
     },
 
-    counts: counts as { readonly built: Readonly<Record<Trigger, number>>; readonly discarded: number; readonly claims: Readonly<typeof counts.claims> },
+    counts: counts as { readonly built: Readonly<Record<Trigger, number>>; readonly discarded: number; readonly claims: Readonly<typeof counts.claims>; readonly failed: number },
   };
 }
 
