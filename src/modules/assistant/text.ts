@@ -12,7 +12,6 @@ export const EMAIL_IN_TEXT = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/;
 /** Every email address in a text (global: for replace, never for a stateful test/exec). */
 export const EMAILS_IN_TEXT = new RegExp(EMAIL_IN_TEXT.source, 'g');
 
-/** Lower-case, strip diacritics, unify quotes/dashes, collapse whitespace. */
 const US = /\bU\.?S\.?(?![\w.])/g;
 /**
  * "US" in capitals is the country ("do you ship to the US?"); lower-cased it would be the pronoun "us", a stopword.
@@ -23,6 +22,7 @@ function theCountry(us: string, at: number, text: string): string {
   return before !== undefined && before.length > 1 && before === before.toUpperCase() ? us : 'USA';
 }
 
+/** Lower-case, strip diacritics, read "US" in capitals as the country, unify quotes/dashes, collapse whitespace. */
 export function normalize(text: string): string {
   return text
     .normalize('NFKD')
