@@ -93,7 +93,7 @@ const OPERATION_IDS: Record<string, string> = Object.fromEntries([
   ['get /documents', 'listDocuments'], ['post /documents', 'createDocument'], ['get /documents/{id}', 'getDocument'],
   ['put /documents/{id}', 'updateDocument'], ['delete /documents/{id}', 'deleteDocument'],
   ['get /faqs', 'listFaqs'], ['post /faqs', 'createFaq'], ['get /faqs/{id}', 'getFaq'], ['put /faqs/{id}', 'updateFaq'], ['delete /faqs/{id}', 'deleteFaq'],
-  ['get /settings/assistant', 'getAssistantSettings'], ['put /settings/assistant', 'updateAssistantSettings'],
+  ['get /settings/assistant', 'getAssistantSettings'], ['put /settings/assistant', 'updateAssistantSettings'], ['post /assistant/preview', 'previewAssistantReply'],
   ['post /chat/conversations', 'startChatConversation'], ['get /chat/conversations/{id}', 'getChatConversation'],
   ['post /chat/conversations/{id}/messages', 'sendChatMessage'], ['post /chat/conversations/{id}/contact', 'leaveChatContact'],
   ['post /chat/conversations/{id}/escalate', 'escalateChatConversation'], ['post /chat/conversations/{id}/end', 'endChatConversation'],
@@ -287,12 +287,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   // The OpenAPI document names the scope each operation needs (OpenAPI 3.1 lets a bearer requirement list roles),
   // so a generated client or a reader knows which key to use before meeting a 403.
   app.addHook('onRoute', (route) => {
-    const scope = (route.config as { scope?: string } | undefined)?.scope;
+    const { scope, alsoScope } = (route.config as { scope?: string; alsoScope?: string } | undefined) ?? {};
     const schema = route.schema as { hide?: boolean; security?: unknown; description?: string } | undefined;
     if (!scope || !schema || schema.hide) return;
-    schema.security = [{ bearer: [scope] }];
+    schema.security = [{ bearer: alsoScope ? [scope, alsoScope] : [scope] }];
     // A GET's schema object is shared with the HEAD route Fastify adds for it, so this hook sees it twice.
-    const needs = `Needs an API key with the \`${scope}\` scope.`;
+    const needs = alsoScope ? `Needs an API key with the \`${scope}\` scope and the \`${alsoScope}\` scope.` : `Needs an API key with the \`${scope}\` scope.`;
     if (schema.description?.endsWith(needs)) return;
     schema.description = `${schema.description ? `${schema.description}\n\n` : ''}${needs}`;
   });

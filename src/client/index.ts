@@ -2,7 +2,7 @@
  * parley/client: the official Node client of the Parley API v1 (docs/client.md). No dependencies at run time:
  * the global fetch and node:crypto. Its types come from the service's schemas, imported as types only.
  */
-import { Analytics, AssistantSettingsResource, Chat, Conversations, Documents, Events, Faqs, Rundowns, Webhooks, Workflows } from './resources.js';
+import { Analytics, Assistant, AssistantSettingsResource, Chat, Conversations, Documents, Events, Faqs, Rundowns, Webhooks, Workflows } from './resources.js';
 import { Transport, type ParleyOptions, type RateLimit } from './transport.js';
 
 export class Parley {
@@ -15,6 +15,7 @@ export class Parley {
   readonly workflows: Workflows;
   readonly rundowns: Rundowns;
   readonly assistantSettings: AssistantSettingsResource;
+  readonly assistant: Assistant;
   readonly chat: Chat;
   private readonly transport: Transport;
 
@@ -29,6 +30,7 @@ export class Parley {
     this.workflows = new Workflows(this.transport);
     this.rundowns = new Rundowns(this.transport);
     this.assistantSettings = new AssistantSettingsResource(this.transport);
+    this.assistant = new Assistant(this.transport);
     this.chat = new Chat(this.transport);
   }
 
@@ -49,6 +51,6 @@ export class Parley {
 export { ParleyConnectionError, ParleyError, ParleyTimeoutError, WebhookVerificationError, type ParleyErrorCode } from './errors.js';
 export { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, MAX_RETRY_AFTER_SECONDS, type ParleyOptions, type RateLimit, type RequestOptions } from './transport.js';
 export { DEFAULT_TOLERANCE_SECONDS, verifyWebhook, type RawBody, type VerifyWebhookInput, type WebhookHeaders } from './webhooks.js';
-export type { Analytics, AssistantSettingsResource, Chat, Conversations, Deliveries, Documents, Events, Faqs, Rundowns, Webhooks, Workflows } from './resources.js';
+export type { Analytics, Assistant, AssistantSettingsResource, Chat, Conversations, Deliveries, Documents, Events, Faqs, Rundowns, Webhooks, Workflows } from './resources.js';
 export type * from './types.js';
 export default Parley;

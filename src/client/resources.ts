@@ -268,6 +268,19 @@ export class AssistantSettingsResource {
   }
 }
 
+/** The assistant, tried without a conversation. */
+export class Assistant {
+  constructor(private readonly http: Transport) {}
+
+  /**
+   * What the assistant would answer to `content` (after `history`), and the published sources that match it best,
+   * also when it would not answer. Writes nothing; needs `documents:read`.
+   */
+  preview(body: T.AssistantPreviewParams, options?: RequestOptions): Promise<T.AssistantPreview> {
+    return this.http.post<T.AssistantPreview>('/assistant/preview', body, options);
+  }
+}
+
 /** The customer chat channel: any key with the `chat` scope, a public `pk_` key included. */
 export class Chat {
   constructor(private readonly http: Transport) {}

@@ -6,7 +6,7 @@
 import type { Static } from 'typebox';
 import type { Deleted as DeletedSchema } from '../http/schemas.js';
 import type { Overview, OverviewQuery, TopicList, TopicsQuery } from '../modules/analytics/analytics.schemas.js';
-import type { AssistantSettings as AssistantSettingsSchema, UpdateAssistantSettingsBody } from '../modules/assistant/assistant.schemas.js';
+import type { AssistantPreview as AssistantPreviewSchema, AssistantSettings as AssistantSettingsSchema, PreviewBody, UpdateAssistantSettingsBody } from '../modules/assistant/assistant.schemas.js';
 import type { ContactBody, ConversationOnly, EscalateBody, SendMessageBody, SentMessages, StartConversationBody, StartedConversation } from '../modules/chat/chat.schemas.js';
 import type { ConversationList as ConversationListSchema, ConversationListItem as ConversationListItemSchema, ConversationRecord, CustomerErased as CustomerErasedSchema, ListConversationsQuery, Message as MessageSchema } from '../modules/conversations/conversations.schemas.js';
 import type { CreateDocumentBody, CreatedDocument as CreatedDocumentSchema, DocumentList as DocumentListSchema, DocumentListItem as DocumentListItemSchema, DocumentRecord, ListDocumentsQuery, UpdateDocumentBody } from '../modules/documents/documents.schemas.js';
@@ -56,6 +56,8 @@ export type AnalyticsTopicsParams = Partial<TopicsQuery>;
 
 export type AssistantSettings = AssistantSettingsSchema;
 export type AssistantSettingsUpdateParams = UpdateAssistantSettingsBody;
+export type AssistantPreview = AssistantPreviewSchema;
+export type AssistantPreviewParams = PreviewBody;
 
 export type ChatStartParams = StartConversationBody;
 export type ChatStarted = Static<typeof StartedConversation>;

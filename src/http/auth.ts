@@ -12,6 +12,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a key needs for this route; routes without one are public (health, OpenAPI). */
     scope?: Scope;
+    /** A second scope the key needs as well (a route that reads two kinds of resource). */
+    alsoScope?: Scope;
   }
 }
 
@@ -64,7 +66,7 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
   app.decorateRequest('auth', null as unknown as AuthContext);
 
   /** The rate limit and permission steps, once the key is known. */
-  function admit(req: FastifyRequest, reply: FastifyReply, auth: AuthContext | null, scope: Scope, done: (err?: Error) => void) {
+  function admit(req: FastifyRequest, reply: FastifyReply, auth: AuthContext | null, scope: Scope, also: Scope | undefined, done: (err?: Error) => void) {
     if (!auth) return done(new ApiError('UNAUTHORIZED', 'invalid or revoked API key'));
     req.auth = auth;
     const permit = () => {
@@ -72,6 +74,7 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
         return done(new ApiError('FORBIDDEN', 'server API keys need the Pro plan or above; this account is on the Free plan'));
       }
       if (!auth.scopes.has(scope)) return done(new ApiError('FORBIDDEN', `this API key lacks the ${scope} scope`));
+      if (also && !auth.scopes.has(also)) return done(new ApiError('FORBIDDEN', `this API key lacks the ${also} scope`));
       done();
     };
     let outcome: ReturnType<RateLimiter['consume']>;
@@ -94,8 +97,8 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     }
   }
 
-  /** The hook of a route that needs `scope`. */
-  const authenticate = (scope: Scope) => (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+  /** The hook of a route that needs `scope` (and `also`). */
+  const authenticate = (scope: Scope, also?: Scope) => (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const header = req.headers.authorization;
     if (!header) return done(new ApiError('UNAUTHORIZED', 'missing Authorization header; send "Authorization: Bearer <API_KEY>"'));
     const m = BEARER.exec(header);
@@ -105,9 +108,9 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
     if (authorizationCount(req.raw.rawHeaders) > 1) return done(new ApiError('INVALID_REQUEST', 'the Authorization header is sent more than once; send one'));
     const secret = m[1]!;
     const cached = accounts.cachedAuth(secret);
-    if (cached) return admit(req, reply, cached, scope, done);
+    if (cached) return admit(req, reply, cached, scope, also, done);
     accounts.authenticate(secret).then(
-      (auth) => admit(req, reply, auth, scope, done),
+      (auth) => admit(req, reply, auth, scope, also, done),
       (err: Error) => done(err),
     );
   };
@@ -116,8 +119,8 @@ export function registerAuth(app: FastifyInstance, accounts: AccountsService, li
   // OpenAPI document, the dashboard) and unmatched requests (meterUnmatched) do not run it, and the scope is known
   // without reading req.routeOptions, which Fastify builds afresh on every read.
   app.addHook('onRoute', (route) => {
-    const scope = (route.config as { scope?: Scope } | undefined)?.scope;
-    if (!scope) return;
-    route.onRequest = [...hooksOf(route.onRequest), authenticate(scope)] as typeof route.onRequest;
+    const config = route.config as { scope?: Scope; alsoScope?: Scope } | undefined;
+    if (!config?.scope) return;
+    route.onRequest = [...hooksOf(route.onRequest), authenticate(config.scope, config.alsoScope)] as typeof route.onRequest;
   });
 }

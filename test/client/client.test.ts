@@ -169,6 +169,11 @@ for (const dialect of DIALECTS) {
       const settings = await parley.assistantSettings.update({ name: 'Robin' });
       assert.equal(settings.name, 'Robin');
       assert.deepEqual(await parley.assistantSettings.get(), settings);
+      const faq = await parley.faqs.create({ question: 'Do you sell gift cards?', answer: 'Yes, from $10 to $500, sent by email.', category: 'gift-cards' });
+      const tried = await parley.assistant.preview({ content: 'do you sell gift cards?' });
+      assert.equal(tried.outcome, 'answer');
+      assert.deepEqual(tried.sources, [faq.id]);
+      assert.equal(tried.matches[0]!.title, 'Do you sell gift cards?');
 
       const wf = await parley.workflows.create({ slug: 'book-demo', name: 'Book a demo', triggers: ['book a demo'], fields: [{ key: 'email', type: 'email' }] });
       assert.equal(wf.enabled, true);

@@ -17,6 +17,7 @@ const ROUTES = [
   ['delete', '/faqs/{id}', '200', true],
   ['get', '/settings/assistant', '200', false],
   ['put', '/settings/assistant', '200', false],
+  ['post', '/assistant/preview', '200', false],
   ['post', '/chat/conversations', '201', false],
   ['get', '/chat/conversations/{id}', '200', true],
   ['post', '/chat/conversations/{id}/messages', '200', true],
@@ -106,6 +107,10 @@ describe('OpenAPI document', () => {
     assert.equal(scopes.get('get /documents'), 'documents:read');
     assert.equal(scopes.get('post /webhooks'), 'webhooks:write');
     assert.equal(scopes.get('post /chat/conversations/{id}/messages'), 'chat');
+    // The one route that needs two: both named.
+    const preview = doc.paths['/assistant/preview'].post;
+    assert.deepEqual(preview.security, [{ bearer: ['documents:read', 'faqs:read'] }]);
+    assert.match(preview.description, /Needs an API key with the `documents:read` scope and the `faqs:read` scope\.$/);
   });
 
   test('lists exactly the API routes (health and the document itself are hidden)', () => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { TEXT_PATTERNS } from '../../http/schemas.js';
+import { StringEnum, TEXT_PATTERNS } from '../../http/schemas.js';
 
 /** Each field's longest length; the dashboard's fields take theirs from here too. */
 export const PERSONA_MAX_LENGTH = { name: 100, greeting: 1_000, tone: 200 } as const;
@@ -30,3 +30,48 @@ export const UNNAMED_GREETING = "Hi! I'm the virtual assistant. How can I help y
 
 /** True for a persona name an owner chose (not the default "Assistant"), which the assistant introduces itself by. */
 export const isChosenName = (name: string | undefined): name is string => !!name && name !== DEFAULT_SETTINGS.name;
+
+/** The longest message a customer may send (the chat's, and a preview's). */
+export const MESSAGE_MAX_LENGTH = 4_000;
+const MessageText = Type.String({ minLength: 1, maxLength: MESSAGE_MAX_LENGTH });
+export const PREVIEW_HISTORY_MAX = 20;
+
+export const PreviewBody = Type.Object(
+  {
+    content: Type.String({ minLength: 1, maxLength: MESSAGE_MAX_LENGTH, description: "the customer's message, as the chat would receive it" }),
+    history: Type.Optional(
+      Type.Array(
+        Type.Object({ role: StringEnum(['customer', 'assistant'] as const), content: MessageText }, { additionalProperties: false }),
+        {
+          maxItems: PREVIEW_HISTORY_MAX,
+          description: 'the conversation so far, oldest first: a follow-up ("and for Canada?", "is it free?") is read with the question before it, and a passage already given is not given again',
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PreviewBody = Static<typeof PreviewBody>;
+
+const PreviewMatch = Type.Object({
+  id: Type.String(),
+  type: StringEnum(['document', 'faq'] as const),
+  title: Type.String({ description: "the document's title, or the FAQ's question" }),
+  passage: Type.String({ description: "the document's paragraph that matched best, or the FAQ's answer" }),
+  coverage: Type.Number({ description: "share (0..1) of the message's words found in this source, rarer words weighing more" }),
+});
+
+export const AssistantPreview = Type.Object({
+  outcome: StringEnum(['answer', 'no_answer', 'handoff', 'smalltalk'] as const, {
+    description: 'answer: from the sources; no_answer: it says it does not know and offers a person; handoff: a request for a person; smalltalk: a greeting, thanks and the like',
+  }),
+  reply: Type.String({ description: 'what the assistant answers' }),
+  sources: Type.Array(Type.String(), { description: 'ids of the documents and FAQs the reply cites, best first (as a message carries them)' }),
+  confidence: Type.Union([Type.Number(), Type.Null()], { description: 'how sure it is that the best source answers the message (0..1); null when the message is not a question for the knowledge base (handoff, smalltalk)' }),
+  minConfidence: Type.Number({ description: 'the confidence at which it answers; below it, no_answer' }),
+  provider: StringEnum(['default', 'llm'] as const, { description: 'llm: the configured LLM wrote the reply; default: the built-in answerer did' }),
+  matches: Type.Array(PreviewMatch, {
+    description: 'the published sources that match the message best, best first (at most 5), also when it was not answered: what it nearly used',
+  }),
+});
+export type AssistantPreview = Static<typeof AssistantPreview>;

@@ -5,11 +5,20 @@ import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { rejectBlank } from '../../http/errors.js';
 import { answerWithFallback, OpenAiCompatibleProvider, PausingProvider, PROVIDER_FAILURES, ProviderError, type AnswerProvider, type ProviderFailure } from './llm.js';
-import type { AssistantAnswer, ChatTurn } from './answerer.js';
+import { decide, DEFAULT_MIN_CONFIDENCE, type AssistantAnswer, type ChatTurn } from './answerer.js';
+import { EMAILS_IN_TEXT, stripMarkup } from './text.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
 import { accountsRepository } from '../accounts/accounts.repository.js';
-import { DEFAULT_SETTINGS, isChosenName, UNNAMED_GREETING, type AssistantSettings, type UpdateAssistantSettingsBody } from './assistant.schemas.js';
+import {
+  DEFAULT_SETTINGS,
+  isChosenName,
+  UNNAMED_GREETING,
+  type AssistantPreview,
+  type AssistantSettings,
+  type PreviewBody,
+  type UpdateAssistantSettingsBody,
+} from './assistant.schemas.js';
 
 interface CachedIndex {
   version: number;
@@ -43,6 +52,9 @@ const toFaq = (f: IndexRows['faqs'][number]): KnowledgeFaq => ({
 
 /** An account's assistant settings from its stored JSON (null: none saved yet), defaults filling the rest. */
 export const settingsFrom = (json: string | null): AssistantSettings => ({ ...DEFAULT_SETTINGS, ...(json ? (JSON.parse(json) as Partial<AssistantSettings>) : {}) });
+
+/** How many of the best-matching sources a preview lists. */
+const PREVIEW_MATCHES = 5;
 
 /** At most one warning per kind of provider failure in this period (with a count of the ones left out). */
 const PROVIDER_WARN_INTERVAL_MS = 60_000;
@@ -126,6 +138,29 @@ export function createAssistantService(
     return entry.version >= version ? entry.index : indexFor(accountId);
   }
 
+  /**
+   * `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). The answer's
+   * `provider` says whether the LLM wrote it or the built-in answerer did.
+   */
+  async function reply(
+    accountId: string,
+    question: string,
+    history: ChatTurn[],
+    persona: AssistantSettings,
+    knowledgeVersion?: number,
+  ): Promise<AssistantAnswer & { provider: 'llm' | 'default' }> {
+    const index = await indexFor(accountId, knowledgeVersion);
+    return answerWithFallback(index, provider, question, {
+      persona: { name: persona.name, tone: persona.tone },
+      history,
+      onFallback: (reason, err) => {
+        if (!err) return;
+        providerFailures[err instanceof ProviderError ? err.reason : 'other']++;
+        warnProviderFailure(reason, err, accountId);
+      },
+    });
+  }
+
   async function settings(accountId: string): Promise<AssistantSettings> {
     return settingsFrom(await repo.settings(db, accountId));
   }
@@ -149,27 +184,37 @@ export function createAssistantService(
       return s.greeting.replaceAll('{name}', () => s.name);
     },
 
+    reply,
+
     /**
-     * `knowledgeVersion`: the account's, when the caller has just read it (else it is read here). The answer's
-     * `provider` says whether the LLM wrote it or the built-in answerer did.
+     * What the assistant would answer to `content` after `history`, and the published sources that match it best, for
+     * the owner trying the knowledge base: nothing is written, no event is emitted. The knowledge-base answer only: in
+     * a conversation a workflow with a reply answers first, a request for a person escalates and asks for an email,
+     * and a second unanswered question in a row escalates.
      */
-    async reply(
-      accountId: string,
-      question: string,
-      history: ChatTurn[],
-      persona: AssistantSettings,
-      knowledgeVersion?: number,
-    ): Promise<AssistantAnswer & { provider: 'llm' | 'default' }> {
-      const index = await indexFor(accountId, knowledgeVersion);
-      return answerWithFallback(index, provider, question, {
-        persona: { name: persona.name, tone: persona.tone },
-        history,
-        onFallback: (reason, err) => {
-          if (!err) return;
-          providerFailures[err instanceof ProviderError ? err.reason : 'other']++;
-          warnProviderFailure(reason, err, accountId);
-        },
-      });
+    async preview(accountId: string, body: PreviewBody): Promise<AssistantPreview> {
+      rejectBlank('body.content', body.content);
+      const history = body.history ?? [];
+      // As the chat reads a message: without its email addresses (contact details, not words to look up).
+      const question = body.content.replace(EMAILS_IN_TEXT, ' ');
+      const answered = await reply(accountId, question, history, await settings(accountId));
+      const aboutKnowledge = answered.kind === 'answer' || answered.kind === 'no_answer';
+      const decision = aboutKnowledge ? decide(await indexFor(accountId), stripMarkup(question).trim(), { history }) : undefined;
+      return {
+        outcome: answered.kind,
+        reply: answered.content,
+        sources: answered.sources,
+        confidence: aboutKnowledge ? Math.round(answered.confidence * 1000) / 1000 : null,
+        minConfidence: DEFAULT_MIN_CONFIDENCE,
+        provider: answered.provider,
+        matches: (decision?.hits ?? []).slice(0, PREVIEW_MATCHES).map((h) => ({
+          id: h.sourceId,
+          type: h.kind,
+          title: h.title,
+          passage: h.passage,
+          coverage: Math.round(h.coverage * 1000) / 1000,
+        })),
+      };
     },
 
     /** Whether an LLM is configured, how often it failed since start, and whether it is being left alone for now. */

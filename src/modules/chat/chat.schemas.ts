@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { StringEnum, TEXT_PATTERNS } from '../../http/schemas.js';
+import { MESSAGE_MAX_LENGTH } from '../assistant/assistant.schemas.js';
 import { ConversationRecord, Message } from '../conversations/conversations.schemas.js';
 
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -16,7 +17,7 @@ export const StartConversationBody = Type.Object(
 );
 export type StartConversationBody = Static<typeof StartConversationBody>;
 
-export const SendMessageBody = Type.Object({ content: Type.String({ minLength: 1, maxLength: 4_000 }) }, { additionalProperties: false });
+export const SendMessageBody = Type.Object({ content: Type.String({ minLength: 1, maxLength: MESSAGE_MAX_LENGTH }) }, { additionalProperties: false });
 export type SendMessageBody = Static<typeof SendMessageBody>;
 
 export const ContactBody = Type.Object(

@@ -149,6 +149,8 @@ for (const dialect of DIALECTS) {
           defaultGreeting: DEFAULT_SETTINGS.greeting,
           unnamedGreeting: UNNAMED_GREETING,
           maxLength: { name: 100, greeting: 1_000, tone: 200 },
+          messageMaxLength: 4_000,
+          historyMax: 20,
         };
         assert.equal(r.text, stored.replace(placeholder, JSON.stringify(SUBSCRIBABLE_EVENTS)).replace(personaPlaceholder, JSON.stringify(persona)), path);
         const csp = cspDirectives(r.headers.get('content-security-policy'));
@@ -1086,6 +1088,63 @@ for (const dialect of DIALECTS) {
         click(form.querySelector('button[type=submit]'), 'save');
         await until(() => page.message().startsWith('Nothing to save'), 'nothing to save');
         assert.equal(puts().length, 2);
+        assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
+    test('assistant: try a question shows the reply, the confidence against the bar, the cited source and the closest matches; a follow-up sends the exchange before it', async () => {
+      const { key: own } = await t.account();
+      const faq = (await t.request('POST', '/v1/faqs', { key: own, body: { question: 'How long do refunds take?', answer: 'Refunds reach your card 5 to 10 business days after we receive the return.', category: 'returns' } })).body.data;
+      const doc = (await t.request('POST', '/v1/documents', { key: own, body: { title: 'Returns', content: `Return anything within 30 days, unworn, in its box. ${XSS}` } })).body.data;
+      const previews = () => page.requests.filter((r) => r.method === 'POST' && r.path === '/v1/assistant/preview');
+      const page = await openDashboard(t);
+      try {
+        page.window.location.hash = '#/assistant';
+        await signIn(page, own);
+        const form = await until(() => page.$('#assistant-try'), 'the try form');
+        assert.equal(page.$('#assistant-try-question')!.getAttribute('maxlength'), '4000');
+        assert.equal(page.$<HTMLInputElement>('#assistant-try-followup')!.disabled, true, 'nothing to follow yet');
+        const ask = async (question: string) => {
+          const before = previews().length;
+          setValue(page.$<HTMLTextAreaElement>('#assistant-try-question'), question);
+          click(form.querySelector('button[type=submit]'), 'ask');
+          await until(() => previews().length > before && page.$('#assistant-try-result .asked')?.textContent === question, `the answer to ${question}`);
+        };
+
+        await ask('how long do refunds take?');
+        assert.match(page.$('#assistant-try-outcome')!.textContent!, /^Answered \(confidence 0\.\d\d, it answers from 0\.55\)\.$/);
+        assert.match(page.$('#assistant-try-reply')!.textContent!, /5 to 10 business days/);
+        const cited = page.$<HTMLAnchorElement>('#assistant-try-sources a')!;
+        assert.equal(cited.getAttribute('href'), `#/knowledge/faqs/${faq.id}`);
+        assert.equal(cited.textContent, 'How long do refunds take?');
+        const first = page.$(`#assistant-try-result tr[data-id="${faq.id}"]`)!;
+        assert.equal(first.querySelectorAll('td')[1]!.textContent, 'FAQ');
+        assert.match(first.querySelectorAll('td')[2]!.textContent!, /^\d+(\.\d)?%$/);
+        assert.deepEqual(JSON.parse(previews()[0]!.body!), { content: 'how long do refunds take?' });
+
+        // Not answered: said so, nothing cited, and what it nearly used (the document, shown as text).
+        await ask('can I return a kayak paddle I bought in the sale?');
+        assert.match(page.$('#assistant-try-outcome')!.textContent!, /^Not answered \(confidence 0\.\d\d, it answers from 0\.55\)/);
+        assert.equal(page.$('#assistant-try-sources'), null);
+        assert.ok(page.$(`#assistant-try-result tr[data-id="${doc.id}"] a[href="#/knowledge/documents/${doc.id}"]`), 'the document is a match');
+
+        // As a follow-up: the exchanges tried before go with it, oldest first.
+        const followUp = page.$<HTMLInputElement>('#assistant-try-followup')!;
+        assert.equal(followUp.disabled, false);
+        followUp.checked = true;
+        await ask('and how long does that take?');
+        const sent = JSON.parse(previews().at(-1)!.body!);
+        // Only since the last question asked without it: that one started a new conversation.
+        assert.deepEqual(sent.history.map((m: { role: string }) => m.role), ['customer', 'assistant']);
+        assert.equal(sent.history[0].content, 'can I return a kayak paddle I bought in the sale?');
+        assert.match(sent.history[1].content, /don't know/);
+
+        await ask('hello');
+        assert.equal(page.$('#assistant-try-outcome')!.getAttribute('data-outcome'), 'smalltalk');
+        assert.match(page.$('#assistant-try-result')!.textContent!, /Not looked up/);
         assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
         assert.deepEqual(page.errors, []);
       } finally {

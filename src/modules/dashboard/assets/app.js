@@ -9,7 +9,8 @@
   // Filled in by dashboard.routes.ts from SUBSCRIBABLE_EVENTS when the file is loaded, so the list has one source.
   const EVENT_KINDS = [/* SUBSCRIBABLE_EVENTS */];
   // Filled in the same way from assistant.schemas.ts: the default persona, the greeting it has while unnamed, and
-  // each persona field's longest length ({defaultName, defaultGreeting, unnamedGreeting, maxLength: {name, …}}).
+  // each persona field's longest length ({defaultName, defaultGreeting, unnamedGreeting, maxLength: {name, …}}), and
+  // for trying a question, a message's longest length and how many earlier messages go with it.
   const PERSONA = {/* PERSONA */};
   const DELIVERY_FILTERS = ['all', 'pending', 'succeeded', 'failed', 'cancelled'];
   const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
@@ -1159,6 +1160,82 @@
   /** A textarea reads its text with \n line ends: a stored \r\n is not a change the user made. */
   const asEdited = (text) => text.replace(/\r\n?/g, '\n');
 
+  const sourceLink = (type, id, text) => h('a', { href: `#/knowledge/${type === 'faq' ? 'faqs' : 'documents'}/${encodeURIComponent(id)}` }, text);
+
+  /**
+   * Ask the assistant a question as a customer would (`POST /v1/assistant/preview`): its reply, how sure it was against
+   * the bar it answers from, what it cites, and the published sources that match best, also when it does not answer
+   * (what to edit, or what is missing). Nothing is saved. "As a follow-up" sends the exchanges tried here since the last
+   * question asked without it, as the conversation so far.
+   */
+  function tryQuestionCard() {
+    let history = [];
+    const input = h('textarea', { id: 'assistant-try-question', name: 'content', rows: 2, maxlength: PERSONA.messageMaxLength, autocomplete: 'off' });
+    const followUp = h('input', { type: 'checkbox', id: 'assistant-try-followup', disabled: true });
+    const result = h('div', { id: 'assistant-try-result', 'aria-live': 'polite' });
+    const outcomeText = (p) => {
+      if (p.outcome === 'handoff') return 'A request for a person: in a conversation, it is passed to your team, who are asked to reply by email.';
+      if (p.outcome === 'smalltalk') return 'Small talk: answered without the knowledge base.';
+      const how = `confidence ${p.confidence.toFixed(2)}, it answers from ${p.minConfidence.toFixed(2)}`;
+      const by = p.provider === 'llm' ? ', worded by the LLM' : '';
+      return p.outcome === 'answer' ? `Answered (${how}${by}).` : `Not answered (${how}): it says it does not know and offers a person.`;
+    };
+    const show = (asked, p) => {
+      const byId = new Map(p.matches.map((m) => [m.id, m]));
+      result.replaceChildren(
+        h('p', { class: 'muted' }, 'Customer: ', h('span', { class: 'asked' }, asked)),
+        h('p', { id: 'assistant-try-outcome', 'data-outcome': p.outcome }, outcomeText(p)),
+        h('p', { id: 'assistant-try-reply', class: 'content' }, p.reply),
+        p.sources.length > 0
+          ? h('p', { id: 'assistant-try-sources' }, 'Cites: ', p.sources.flatMap((id, i) => [i > 0 ? ', ' : '', sourceLink(byId.get(id)?.type ?? (id.startsWith('faq') ? 'faq' : 'document'), id, byId.get(id)?.title ?? id)]))
+          : null,
+        h('h4', {}, 'Closest published matches'),
+        table(
+          ['Source', 'Type', 'Words covered', 'Best passage'],
+          p.matches.map((m) =>
+            h(
+              'tr',
+              { 'data-id': m.id },
+              h('td', {}, sourceLink(m.type, m.id, m.title)),
+              h('td', {}, m.type === 'faq' ? 'FAQ' : 'Document'),
+              h('td', { class: 'num' }, percent(m.coverage)),
+              h('td', { class: 'content' }, m.passage.length > 240 ? `${m.passage.slice(0, 240)}…` : m.passage),
+            ),
+          ),
+          p.outcome === 'handoff' || p.outcome === 'smalltalk' ? 'Not looked up: this message is not a question for the knowledge base.' : 'None: no published document or FAQ shares a word with it.',
+        ),
+      );
+    };
+    const fields = {
+      nodes: [
+        h('label', { for: input.id }, 'A customer asks'),
+        input,
+        h('label', { class: 'check' }, followUp, ' As a follow-up to the questions tried above'),
+      ],
+      read: () => ({ content: input.value }),
+    };
+    const form = apiForm('assistant-try', 'Try a question', fields, 'Ask', async ({ content }) => {
+      const body = followUp.checked && history.length > 0 ? { content, history: history.slice(-PERSONA.historyMax) } : { content };
+      const p = await api('POST', '/assistant/preview', { body });
+      if (!followUp.checked) history = [];
+      history.push({ role: 'customer', content }, { role: 'assistant', content: p.reply });
+      followUp.disabled = false;
+      show(content, p);
+    });
+    return h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'assistant-try-title' },
+      h('h3', { id: 'assistant-try-title' }, 'Try the assistant'),
+      h(
+        'p',
+        { class: 'muted' },
+        'Ask what a customer would, and see what the assistant answers from your published documents and FAQs, and why. Nothing is saved and no conversation is started. In a conversation a workflow with its own reply answers first, and a second question in a row without an answer passes the conversation to your team.',
+      ),
+      form,
+      result,
+    );
+  }
+
   /**
    * The persona's name, greeting and tone (`GET /v1/settings/assistant`). Save sends only the fields changed here
    * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
@@ -1249,6 +1326,7 @@
           unnamed,
           h('p', { class: 'muted' }, "A conversation started with its own persona name (the start request's persona) is greeted with that name instead. Conversations already started keep their greeting."),
         ),
+        tryQuestionCard(),
       ),
     );
   }
