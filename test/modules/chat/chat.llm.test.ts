@@ -94,6 +94,19 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(reply.sources, [faqId]);
     });
 
+    test('a preview asks the model as a conversation would, and says the model worded it', async () => {
+      llm.state.mode = 'ok';
+      const before = llm.state.calls.length;
+      const r = await t.request('POST', '/v1/assistant/preview', { key, body: { content: 'how long do refunds take?' } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(llm.state.calls.length, before + 1);
+      assert.equal(r.body.data.provider, 'llm');
+      assert.equal(r.body.data.outcome, 'answer');
+      assert.equal(r.body.data.reply, 'LLM says: refunds arrive within 5 to 10 business days.');
+      assert.deepEqual(r.body.data.sources, [faqId]);
+      assert.equal(r.body.data.matches[0].id, faqId);
+    });
+
     test('a failing or slow model falls back to the built-in answerer, and the operator log says so', async () => {
       for (const mode of ['error', 'slow'] as const) {
         llm.state.mode = mode;
