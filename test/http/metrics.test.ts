@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { DeliveriesTable } from '../../src/db/schema.js';
 import { DURATION_BUCKETS } from '../../src/http/metrics.js';
@@ -22,6 +23,29 @@ async function scrape(t: TestApp, token = TOKEN): Promise<Exposition> {
   assert.equal(r.status, 200, text);
   assert.equal(r.headers.get('content-type'), CONTENT_TYPE);
   return parseExposition(text);
+}
+
+/**
+ * The metric families README.md's Metrics table names, with their types and the setting they need when the row says
+ * "with `SETTING` only". A cell may name several, the later ones shortened to the suffix that differs
+ * (`parley_event_loop_lag_p50_seconds`, `…_p99_seconds`), with one type per name or one for all.
+ */
+function readmeMetrics(): Map<string, { type: string; onlyWith: string | undefined }> {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const found = new Map<string, { type: string; onlyWith: string | undefined }>();
+  for (const line of readme.split('\n')) {
+    const cells = /^\| (`parley_[^|]*)\| ([a-z, ]+) \|[^|]*\| (?:with `([A-Z_]+)` only:)?/.exec(line);
+    if (!cells) continue;
+    const names = [...cells[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const types = cells[2]!.split(',').map((x) => x.trim());
+    const first = names[0]!;
+    names.forEach((name, i) => {
+      const full = name.startsWith('…_') ? `${first.split('_').slice(0, -(name.split('_').length - 1)).join('_')}${name.slice(1)}` : name;
+      found.set(full, { type: types.length === 1 ? types[0]! : types[i]!, onlyWith: cells[3] });
+    });
+  }
+  assert.ok(found.size > 20, `README's Metrics table was read (${found.size} families)`);
+  return found;
 }
 
 /** What a counter moved by between two scrapes (a series absent before counts from 0). */
@@ -260,6 +284,15 @@ for (const dialect of DIALECTS) {
       assert.equal(m.types.get('parley_process_cpu_seconds_total'), 'counter');
     });
 
+    test("README's Metrics table names exactly the families a scrape declares, with their types (those it says need REDIS_URL or LLM_BASE_URL: only with them)", async () => {
+      const documented = readmeMetrics();
+      const scraped = (await scrape(t)).types;
+      const always = [...documented].filter(([, d]) => d.onlyWith === undefined);
+      assert.deepEqual(always.map(([name]) => name).sort(), [...scraped.keys()].sort());
+      for (const [name, d] of always) assert.equal(scraped.get(name), d.type, name);
+      assert.deepEqual([...new Set([...documented.values()].map((d) => d.onlyWith).filter(Boolean))].sort(), ['LLM_BASE_URL', 'REDIS_URL']);
+    });
+
     test('the OpenAPI document does not list it', async () => {
       const doc = await t.request('GET', '/v1/openapi.json');
       assert.equal(doc.status, 200);
@@ -464,7 +497,9 @@ describe('GET /metrics: Redis fallback of the rate limiter', () => {
   test('1 while this node counts on its own because Redis does not answer, 0 while Redis shares the counts', async () => {
     const a = await down.account();
     assert.equal((await down.request('GET', '/v1/faqs', { key: a.key })).status, 200, 'served all the same');
-    assert.equal((await scrape(down)).value('parley_rate_limit_redis_fallback'), 1);
+    const scraped = await scrape(down);
+    assert.equal(scraped.value('parley_rate_limit_redis_fallback'), 1);
+    for (const [name, d] of readmeMetrics()) if (d.onlyWith === 'REDIS_URL') assert.equal(scraped.types.get(name), d.type, `${name}, as README says`);
     await up.limiter.ready();
     const b = await up.account();
     assert.equal((await up.request('GET', '/v1/faqs', { key: b.key })).status, 200);
@@ -506,6 +541,7 @@ describe('GET /metrics: the LLM', () => {
   test('failures by reason, the pause after three in a row, and who wrote the replies', async () => {
     const before = await scrape(t);
     assert.equal(before.value('parley_llm_paused'), 0);
+    for (const [name, d] of readmeMetrics()) if (d.onlyWith === 'LLM_BASE_URL') assert.equal(before.types.get(name), d.type, `${name}, as README says`);
     for (let i = 0; i < 4; i++) await ask();
     const failing = await scrape(t);
     assert.equal(delta(before, failing, 'parley_llm_failures_total', { reason: 'http_status' }), 3);
