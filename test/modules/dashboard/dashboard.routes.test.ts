@@ -936,6 +936,21 @@ for (const dialect of DIALECTS) {
         await until(() => page.message().endsWith('saved (approved).'), 'the FAQ approved');
         const faq = (await t.request('GET', `/v1/faqs/${made.suggestedFaqs[0].id}`, { key: own })).body.data;
         assert.deepEqual([faq.answer, faq.status], ['We deliver on Earth only.', 'approved']);
+
+        // Back in the rundown, "Try it" puts the question in the Assistant screen's Try box (not sent until Ask), and
+        // the assistant now answers it from the FAQ just approved.
+        page.window.location.hash = `#/rundowns/${made.id}`;
+        const tryIt = await until(() => page.$<HTMLAnchorElement>('#rundown a[data-action=try]'), 'the Try it link');
+        const asked = () => page.requests.filter((r) => r.path === '/v1/assistant/preview').length;
+        click(tryIt, 'try it');
+        const box = await until(() => page.$<HTMLTextAreaElement>('#assistant-try-question'), 'the Try box');
+        assert.equal(box.value, question);
+        assert.equal(page.document.activeElement, box);
+        assert.equal(asked(), 0, 'nothing sent before Ask');
+        click(page.$('#assistant-try button[type=submit]'), 'ask');
+        await until(() => page.$('#assistant-try-outcome'), 'the answer');
+        assert.equal(page.$('#assistant-try-outcome')!.getAttribute('data-outcome'), 'answer');
+        assert.equal(page.$<HTMLAnchorElement>('#assistant-try-sources a')!.getAttribute('href'), `#/knowledge/faqs/${faq.id}`);
         assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
         assert.deepEqual(page.errors, []);
       } finally {

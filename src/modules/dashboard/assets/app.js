@@ -228,7 +228,7 @@
       else if (r.section === 'knowledge' && (r.id === 'faqs' || r.id === 'documents') && r.sub) await editorView(mount, r.id, r.sub);
       else if (r.section === 'knowledge' && !r.id) await knowledgeView(mount);
       else if (r.section === 'overview') await overviewView(mount);
-      else if (r.section === 'assistant') await assistantView(mount);
+      else if (r.section === 'assistant') await assistantView(mount, r.id === 'try' ? r.sub : undefined);
       else if (r.section === 'workflows' && r.id) await editorView(mount, 'workflows', r.id);
       else if (r.section === 'workflows') await workflowsView(mount);
       else if (r.section === 'rundowns' && r.id) await rundownView(mount, r.id);
@@ -1168,9 +1168,9 @@
    * (what to edit, or what is missing). Nothing is saved. "As a follow-up" sends the exchanges tried here since the last
    * question asked without it, as the conversation so far.
    */
-  function tryQuestionCard() {
+  function tryQuestionCard(question) {
     let history = [];
-    const input = h('textarea', { id: 'assistant-try-question', name: 'content', rows: 2, maxlength: PERSONA.messageMaxLength, autocomplete: 'off' });
+    const input = h('textarea', { id: 'assistant-try-question', name: 'content', rows: 2, maxlength: PERSONA.messageMaxLength, autocomplete: 'off' }, question ?? '');
     const followUp = h('input', { type: 'checkbox', id: 'assistant-try-followup', disabled: true });
     const result = h('div', { id: 'assistant-try-result', 'aria-live': 'polite' });
     const outcomeText = (p) => {
@@ -1181,13 +1181,13 @@
       return p.outcome === 'answer' ? `Answered (${how}${by}).` : `Not answered (${how}): it says it does not know and offers a person.`;
     };
     const show = (asked, p) => {
-      const byId = new Map(p.matches.map((m) => [m.id, m]));
+      const matchOf = new Map(p.matches.map((m) => [m.id, m]));
       result.replaceChildren(
         h('p', { class: 'muted' }, 'Customer: ', h('span', { class: 'asked' }, asked)),
         h('p', { id: 'assistant-try-outcome', 'data-outcome': p.outcome }, outcomeText(p)),
         h('p', { id: 'assistant-try-reply', class: 'content' }, p.reply),
         p.sources.length > 0
-          ? h('p', { id: 'assistant-try-sources' }, 'Cites: ', p.sources.flatMap((id, i) => [i > 0 ? ', ' : '', sourceLink(byId.get(id)?.type ?? (id.startsWith('faq') ? 'faq' : 'document'), id, byId.get(id)?.title ?? id)]))
+          ? h('p', { id: 'assistant-try-sources' }, 'Cites: ', p.sources.flatMap((id, i) => [i > 0 ? ', ' : '', sourceLink(matchOf.get(id)?.type ?? (id.startsWith('faq') ? 'faq' : 'document'), id, matchOf.get(id)?.title ?? id)]))
           : null,
         h('h4', {}, 'Closest published matches'),
         table(
@@ -1241,7 +1241,8 @@
    * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
    * its message names is marked.
    */
-  async function assistantView(mount) {
+  /** `question`: from a rundown's unanswered question (`#/assistant/try/…`), put in the Try box, not sent. */
+  async function assistantView(mount, question) {
     const current = await api('GET', '/settings/assistant');
     const inputs = PERSONA_FIELDS.map((f) => {
       const max = PERSONA.maxLength[f.name];
@@ -1326,9 +1327,10 @@
           unnamed,
           h('p', { class: 'muted' }, "A conversation started with its own persona name (the start request's persona) is greeted with that name instead. Conversations already started keep their greeting."),
         ),
-        tryQuestionCard(),
+        tryQuestionCard(question),
       ),
     );
+    if (question) byId('assistant-try-question').focus();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1356,8 +1358,17 @@
     return [
       h('h4', {}, 'Questions the assistant could not answer'),
       table(
-        ['Question', 'Times asked', 'Last asked'],
-        r.unanswered.map((q) => h('tr', {}, h('td', {}, q.question), h('td', { class: 'num' }, String(q.count)), h('td', {}, fmtTime(q.lastAskedAt)))),
+        ['Question', 'Times asked', 'Last asked', ''],
+        r.unanswered.map((q) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, q.question),
+            h('td', { class: 'num' }, String(q.count)),
+            h('td', {}, fmtTime(q.lastAskedAt)),
+            h('td', {}, h('a', { href: `#/assistant/try/${encodeURIComponent(q.question)}`, 'data-action': 'try', title: 'Put this question in the Try box of the Assistant screen' }, 'Try it')),
+          ),
+        ),
         'None: every question in the period got an answer.',
       ),
       h('h4', {}, 'Suggested FAQs (filed as pending: write the answer, then approve)'),
