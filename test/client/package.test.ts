@@ -24,7 +24,7 @@ describe('parley/client as a package', () => {
     assert.deepEqual(out, {
       base: 'http://127.0.0.1:3000/v1',
       same: true,
-      resources: ['analytics', 'assistantSettings', 'chat', 'conversations', 'documents', 'events', 'faqs', 'rundowns', 'webhooks', 'workflows'],
+      resources: ['analytics', 'assistant', 'assistantSettings', 'chat', 'conversations', 'documents', 'events', 'faqs', 'rundowns', 'webhooks', 'workflows'],
       classes: [true, true, true, true],
       verify: 'function',
     });

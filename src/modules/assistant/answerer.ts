@@ -23,7 +23,7 @@
  * The weights were fitted on the eight held-out sets in bench/eval/heldout (never on
  * eval set A) with bench/eval/calibrate.ts; see docs/assistant.md.
  */
-import { isChosenName } from './assistant.schemas.js';
+import { DEFAULT_MIN_CONFIDENCE, isChosenName } from './assistant.schemas.js';
 import { asksOnlyAttribute, detectHandoff, isDissatisfied, leansOnPrevious, smallTalkKind, type SmallTalkKind } from './intent.js';
 import type { Hit, KnowledgeIndex, QueryTerm } from './retrieval.js';
 import { analyze, stripMarkup } from './text.js';
@@ -58,13 +58,8 @@ export interface AssistantAnswer {
   topics: string[];
 }
 
-/**
- * Minimum confidence to answer: the lowest threshold at which the model, judged leave-one-set-out on the held-out
- * sets, abstains on at least 85% of unanswerable questions (the target) — so it holds on knowledge bases the
- * model has not seen. Chosen without looking at eval set A; bench/eval/calibrate.ts prints the trade-off table
- * and applies the rule.
- */
-export const DEFAULT_MIN_CONFIDENCE = 0.55;
+// The default bar to answer lives with the settings that may change it per account (assistant.schemas.ts).
+export { DEFAULT_MIN_CONFIDENCE };
 
 export interface DecisionFeatures {
   coverage: number;

@@ -10,11 +10,32 @@ const Name = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.name, pat
 const Greeting = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.greeting });
 const Tone = Type.String({ minLength: 1, maxLength: PERSONA_MAX_LENGTH.tone, pattern: TEXT_PATTERNS.singleLine.pattern, description: 'a few words, e.g. "friendly and concise"' });
 
-export const AssistantSettings = Type.Object({ name: Type.String(), greeting: Type.String(), tone: Type.String() });
+/**
+ * Minimum confidence to answer: the lowest threshold at which the model, judged leave-one-set-out on the held-out
+ * sets, abstains on at least 85% of unanswerable questions (the target) — so it holds on knowledge bases the
+ * model has not seen. Chosen without looking at eval set A; bench/eval/calibrate.ts prints the trade-off table
+ * and applies the rule. An account may set its own (`minConfidence` below).
+ */
+export const DEFAULT_MIN_CONFIDENCE = 0.55;
+/** The range an account's bar may be set in: at 0 or 1 it would answer everything or nothing. */
+export const MIN_CONFIDENCE_RANGE = { minimum: 0.05, maximum: 0.95 } as const;
+
+const MinConfidence = Type.Number({
+  ...MIN_CONFIDENCE_RANGE,
+  description: `the confidence (0–1) the assistant needs to answer from the knowledge base; below it, it says it does not know and offers a person. Lower answers more questions and more of them wrongly; higher abstains more. Default ${DEFAULT_MIN_CONFIDENCE}; POST /v1/assistant/preview shows a message's confidence`,
+});
+
+export const AssistantSettings = Type.Object({ name: Type.String(), greeting: Type.String(), tone: Type.String(), minConfidence: Type.Number() });
 export type AssistantSettings = Static<typeof AssistantSettings>;
 
 export const UpdateAssistantSettingsBody = Type.Object(
-  { name: Type.Optional(Name), greeting: Type.Optional(Greeting), tone: Type.Optional(Tone) },
+  {
+    name: Type.Optional(Name),
+    greeting: Type.Optional(Greeting),
+    tone: Type.Optional(Tone),
+    // null: back to the default (which then follows the service's own calibration).
+    minConfidence: Type.Optional(Type.Union([MinConfidence, Type.Null()])),
+  },
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateAssistantSettingsBody = Static<typeof UpdateAssistantSettingsBody>;
@@ -23,6 +44,7 @@ export const DEFAULT_SETTINGS: AssistantSettings = {
   name: 'Assistant',
   greeting: "Hi! I'm {name}, the virtual assistant. How can I help you today?",
   tone: 'friendly and concise',
+  minConfidence: DEFAULT_MIN_CONFIDENCE,
 };
 
 /** The default greeting while the persona still has the default name: not "Hi! I'm Assistant, the virtual assistant". */
@@ -68,7 +90,7 @@ export const AssistantPreview = Type.Object({
   reply: Type.String({ description: 'what the assistant answers' }),
   sources: Type.Array(Type.String(), { description: 'ids of the documents and FAQs the reply cites, best first (as a message carries them)' }),
   confidence: Type.Union([Type.Number(), Type.Null()], { description: 'how sure it is that the best source answers the message (0..1); null when the message is not a question for the knowledge base (handoff, smalltalk)' }),
-  minConfidence: Type.Number({ description: 'the confidence at which it answers; below it, no_answer' }),
+  minConfidence: Type.Number({ description: "the confidence at which it answers (the account's setting, GET /v1/settings/assistant); below it, no_answer" }),
   provider: StringEnum(['default', 'llm'] as const, { description: 'llm: the configured LLM wrote the reply; default: the built-in answerer did' }),
   matches: Type.Array(PreviewMatch, {
     description: 'the published sources that match the message best, best first (at most 5), also when it was not answered: what it nearly used',

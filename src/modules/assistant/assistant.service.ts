@@ -5,7 +5,7 @@ import type { DB } from '../../db/schema.js';
 import { writeTransaction } from '../../db/unit-of-work.js';
 import { rejectBlank } from '../../http/errors.js';
 import { answerWithFallback, OpenAiCompatibleProvider, PausingProvider, PROVIDER_FAILURES, ProviderError, type AnswerProvider, type ProviderFailure } from './llm.js';
-import { decide, DEFAULT_MIN_CONFIDENCE, type AssistantAnswer, type ChatTurn } from './answerer.js';
+import { decide, type AssistantAnswer, type ChatTurn } from './answerer.js';
 import { EMAILS_IN_TEXT, stripMarkup } from './text.js';
 import { KnowledgeIndex, type KnowledgeDoc, type KnowledgeFaq } from './retrieval.js';
 import { assistantRepository as repo } from './assistant.repository.js';
@@ -152,6 +152,7 @@ export function createAssistantService(
     const index = await indexFor(accountId, knowledgeVersion);
     return answerWithFallback(index, provider, question, {
       persona: { name: persona.name, tone: persona.tone },
+      minConfidence: persona.minConfidence,
       history,
       onFallback: (reason, err) => {
         if (!err) return;
@@ -172,10 +173,15 @@ export function createAssistantService(
       // Customers read all three: a greeting of spaces, or "Hi! I'm    ", is a mistake.
       for (const f of ['name', 'greeting', 'tone'] as const) rejectBlank(`body.${f}`, body[f]);
       // Read and written in one transaction, the read locked: two PUTs of different fields both stay.
+      // Only what the owner set is stored, so a field left at its default (the answer bar above all, a calibrated value)
+      // follows the service's default when that changes; null takes a field back to it.
       return writeTransaction(db, async (trx) => {
-        const next = { ...settingsFrom(await repo.settings(trx, accountId, true)), ...body };
-        await repo.saveSettings(trx, accountId, JSON.stringify(next));
-        return next;
+        const raw = await repo.settings(trx, accountId, true);
+        const stored: Record<string, unknown> = { ...(raw ? (JSON.parse(raw) as Record<string, unknown>) : {}), ...body };
+        for (const [k, v] of Object.entries(stored)) if (v === null) delete stored[k];
+        const json = JSON.stringify(stored);
+        await repo.saveSettings(trx, accountId, json);
+        return settingsFrom(json);
       });
     },
 
@@ -197,7 +203,8 @@ export function createAssistantService(
       const history = body.history ?? [];
       // As the chat reads a message: without its email addresses (contact details, not words to look up).
       const question = body.content.replace(EMAILS_IN_TEXT, ' ');
-      const answered = await reply(accountId, question, history, await settings(accountId));
+      const persona = await settings(accountId);
+      const answered = await reply(accountId, question, history, persona);
       const aboutKnowledge = answered.kind === 'answer' || answered.kind === 'no_answer';
       const decision = aboutKnowledge ? decide(await indexFor(accountId), stripMarkup(question).trim(), { history }) : undefined;
       return {
@@ -205,7 +212,7 @@ export function createAssistantService(
         reply: answered.content,
         sources: answered.sources,
         confidence: aboutKnowledge ? Math.round(answered.confidence * 1000) / 1000 : null,
-        minConfidence: DEFAULT_MIN_CONFIDENCE,
+        minConfidence: persona.minConfidence,
         provider: answered.provider,
         matches: (decision?.hits ?? []).slice(0, PREVIEW_MATCHES).map((h) => ({
           id: h.sourceId,

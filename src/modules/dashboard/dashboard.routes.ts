@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 import { loadAsset, serveAsset, type StaticAsset } from '../../http/static-assets.js';
 import { SUBSCRIBABLE_EVENTS } from '../webhooks/events.js';
-import { DEFAULT_SETTINGS, MESSAGE_MAX_LENGTH, PERSONA_MAX_LENGTH, PREVIEW_HISTORY_MAX, UNNAMED_GREETING } from '../assistant/assistant.schemas.js';
+import { DEFAULT_SETTINGS, MESSAGE_MAX_LENGTH, MIN_CONFIDENCE_RANGE, PERSONA_MAX_LENGTH, PREVIEW_HISTORY_MAX, UNNAMED_GREETING } from '../assistant/assistant.schemas.js';
 
 /**
  * Beside this module: in src/ for the sources, copied to dist/ by the build (scripts/build.mjs), so a built
@@ -35,7 +35,8 @@ const PERSONA_PLACEHOLDER = '{/* PERSONA */}';
 
 /**
  * What the Assistant screen mirrors of the API: the greeting rule's constants (assistant.service.ts greetingText)
- * and each field's longest length, as the schema has them; for trying a question, a message's and a history's.
+ * and each field's longest length, as the schema has them; for trying a question, a message's and a history's; the
+ * default answer bar and the range an account's may be set in.
  */
 function personaForDashboard() {
   return {
@@ -45,6 +46,8 @@ function personaForDashboard() {
     maxLength: PERSONA_MAX_LENGTH,
     messageMaxLength: MESSAGE_MAX_LENGTH,
     historyMax: PREVIEW_HISTORY_MAX,
+    defaultMinConfidence: DEFAULT_SETTINGS.minConfidence,
+    minConfidenceRange: MIN_CONFIDENCE_RANGE,
   };
 }
 

@@ -151,6 +151,8 @@ for (const dialect of DIALECTS) {
           maxLength: { name: 100, greeting: 1_000, tone: 200 },
           messageMaxLength: 4_000,
           historyMax: 20,
+          defaultMinConfidence: 0.55,
+          minConfidenceRange: { minimum: 0.05, maximum: 0.95 },
         };
         assert.equal(r.text, stored.replace(placeholder, JSON.stringify(SUBSCRIBABLE_EVENTS)).replace(personaPlaceholder, JSON.stringify(persona)), path);
         const csp = cspDirectives(r.headers.get('content-security-policy'));
@@ -1090,7 +1092,7 @@ for (const dialect of DIALECTS) {
         await until(() => page.message().startsWith('Assistant persona saved'), 'the saved message');
         assert.equal(page.message(), 'Assistant persona saved (name, greeting changed). New conversations use it from now on.');
         assert.deepEqual(JSON.parse(puts()[1]!.body!), { name, greeting });
-        assert.deepEqual(await stored(), { name, greeting, tone: 'warm and brief' });
+        assert.deepEqual(await stored(), { name, greeting, tone: 'warm and brief', minConfidence: DEFAULT_SETTINGS.minConfidence });
 
         // Drawn again from the API: the other client's tone, no error left, and the preview is what customers now get.
         form = await until(() => page.$('#assistant-settings') !== form && page.$('#assistant-settings'), 'the form drawn again');
@@ -1104,6 +1106,47 @@ for (const dialect of DIALECTS) {
         await until(() => page.message().startsWith('Nothing to save'), 'nothing to save');
         assert.equal(puts().length, 2);
         assert.equal((page.window as unknown as { __xss?: number }).__xss, undefined);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        page.close();
+      }
+    });
+
+    test('assistant: the answer threshold is shown, saved alone, refused out of range with the API message, and taken back to the default', async () => {
+      const { key: own } = await t.account();
+      const stored = async () => (await t.request('GET', '/v1/settings/assistant', { key: own })).body.data;
+      const puts = () => page.requests.filter((r) => r.method === 'PUT' && r.path === '/v1/settings/assistant');
+      const page = await openDashboard(t);
+      try {
+        page.window.location.hash = '#/assistant';
+        await signIn(page, own);
+        let form = await until(() => page.$('#assistant-threshold'), 'the threshold form');
+        const input = () => page.$<HTMLInputElement>('#assistant-minConfidence')!;
+        assert.equal(input().value, '0.55');
+        assert.deepEqual([input().min, input().max, input().step], ['0.05', '0.95', '0.05']);
+        assert.match(page.$('#assistant-minConfidence-hint')!.textContent!, /Default 0\.55/);
+        assert.equal(page.$<HTMLButtonElement>('[data-action=default-threshold]')!.disabled, true, 'already the default');
+
+        // Out of range: the API's message; nothing saved.
+        setValue(input(), '0.99');
+        click(form.querySelector('button[type=submit]'), 'save threshold');
+        await until(() => page.message().includes('(INVALID_REQUEST)'), 'the refusal');
+        assert.equal(page.message(), 'body.minConfidence must be at most 0.95 (INVALID_REQUEST)');
+        assert.equal((await stored()).minConfidence, 0.55);
+
+        setValue(input(), '0.7');
+        click(form.querySelector('button[type=submit]'), 'save threshold');
+        await until(() => page.message().startsWith('Answer threshold saved'), 'saved');
+        assert.equal(page.message(), 'Answer threshold saved: 0.7. It applies to every message from now on.');
+        assert.deepEqual(JSON.parse(puts().at(-1)!.body!), { minConfidence: 0.7 }, 'only the threshold is sent');
+        assert.equal((await stored()).minConfidence, 0.7);
+        form = await until(() => page.$('#assistant-threshold') !== form && page.$('#assistant-threshold'), 'drawn again');
+        assert.equal(input().value, '0.7');
+
+        click(page.$('[data-action=default-threshold]'), 'back to the default');
+        await until(() => page.message().startsWith('Answer threshold back'), 'reset');
+        assert.deepEqual(JSON.parse(puts().at(-1)!.body!), { minConfidence: null });
+        assert.equal((await stored()).minConfidence, 0.55);
         assert.deepEqual(page.errors, []);
       } finally {
         page.close();

@@ -10,7 +10,8 @@
   const EVENT_KINDS = [/* SUBSCRIBABLE_EVENTS */];
   // Filled in the same way from assistant.schemas.ts: the default persona, the greeting it has while unnamed, and
   // each persona field's longest length ({defaultName, defaultGreeting, unnamedGreeting, maxLength: {name, …}}), and
-  // for trying a question, a message's longest length and how many earlier messages go with it.
+  // for trying a question, a message's longest length and how many earlier messages go with it; the default answer
+  // threshold and the range it may be set in.
   const PERSONA = {/* PERSONA */};
   const DELIVERY_FILTERS = ['all', 'pending', 'succeeded', 'failed', 'cancelled'];
   const CONVERSATION_FILTERS = ['all', 'active', 'ended', 'escalated'];
@@ -1241,6 +1242,46 @@
    * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
    * its message names is marked.
    */
+  /**
+   * The account's answer threshold (`minConfidence` of `/v1/settings/assistant`): a number input in steps of 0.05 within
+   * the API's range, saved alone (it applies to every message at once, not only to new conversations), and a button
+   * that takes it back to the default (null), which then follows the service's calibration.
+   */
+  function thresholdCard(current, rerender) {
+    const { minimum, maximum } = PERSONA.minConfidenceRange;
+    const isDefault = current.minConfidence === PERSONA.defaultMinConfidence;
+    const input = h('input', { id: 'assistant-minConfidence', name: 'minConfidence', type: 'number', min: minimum, max: maximum, step: 0.05, value: current.minConfidence, 'aria-describedby': 'assistant-minConfidence-hint' });
+    const fields = {
+      nodes: [
+        h('label', { for: input.id }, 'Answer threshold'),
+        input,
+        h(
+          'span',
+          { id: 'assistant-minConfidence-hint', class: 'hint' },
+          `The confidence (${minimum}–${maximum}) the assistant needs to answer from your documents and FAQs; below it, it says it does not know and offers a person. Lower answers more questions, and more of them wrongly; higher says "I don't know" more often. Default ${PERSONA.defaultMinConfidence}. Try a question below to see its confidence.`,
+        ),
+      ],
+      read: () => ({ minConfidence: input.value }),
+    };
+    const form = apiForm('assistant-threshold', 'When to answer', fields, 'Save threshold', async ({ minConfidence }) => {
+      const value = Number(minConfidence);
+      if (minConfidence.trim() === '' || value === current.minConfidence) return showMessage('Nothing to save: the threshold was not changed.', 'info');
+      await api('PUT', '/settings/assistant', { body: { minConfidence: value } });
+      await rerender();
+      showMessage(`Answer threshold saved: ${value}. It applies to every message from now on.`, 'ok');
+    });
+    const reset = h('button', { type: 'button', 'data-action': 'default-threshold', disabled: isDefault }, `Back to the default (${PERSONA.defaultMinConfidence})`);
+    reset.addEventListener('click', () =>
+      act(reset, async () => {
+        await api('PUT', '/settings/assistant', { body: { minConfidence: null } });
+        await rerender();
+        showMessage(`Answer threshold back to the default (${PERSONA.defaultMinConfidence}).`, 'ok');
+      }),
+    );
+    form.querySelector('.row').append(reset);
+    return form;
+  }
+
   /** `question`: from a rundown's unanswered question (`#/assistant/try/…`), put in the Try box, not sent. */
   async function assistantView(mount, question) {
     const current = await api('GET', '/settings/assistant');
@@ -1327,6 +1368,7 @@
           unnamed,
           h('p', { class: 'muted' }, "A conversation started with its own persona name (the start request's persona) is greeted with that name instead. Conversations already started keep their greeting."),
         ),
+        thresholdCard(current, render),
         tryQuestionCard(question),
       ),
     );
