@@ -174,7 +174,7 @@ export function createAssistantService(
       for (const f of ['name', 'greeting', 'tone'] as const) rejectBlank(`body.${f}`, body[f]);
       // Read and written in one transaction, the read locked: two PUTs of different fields both stay.
       // Only what the owner set is stored, so a field left at its default (the answer bar above all, a calibrated value)
-      // follows the service's default when that changes; null takes a field back to it.
+      // follows the service's default when that changes; a null (the bar's way back to it) removes the field.
       return writeTransaction(db, async (trx) => {
         const raw = await repo.settings(trx, accountId, true);
         const stored: Record<string, unknown> = { ...(raw ? (JSON.parse(raw) as Record<string, unknown>) : {}), ...body };
