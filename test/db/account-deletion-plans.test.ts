@@ -7,9 +7,10 @@
  *
  * Each statement is captured as it runs (a Kysely plugin) and then explained with its own parameters. SQLite is
  * explained as the service runs it, without statistics (nothing runs ANALYZE). PostgreSQL plans with statistics
- * (ANALYZE here, autovacuum in a deployment) and rightly prefers a scan of a table its chunk would read a large share
- * of: the chunks are kept small against the tables (50 rows against tens of thousands), as 2,000 rows are against the
- * tables of an account large enough for the chunks to matter.
+ * (ANALYZE here, autovacuum in a deployment). The first suite keeps the chunks small against the tables (50 rows
+ * against tens of thousands); the second makes a chunk a large share of its table (100 rows of 4,000, as 2,000 are of
+ * 80,000), where PostgreSQL planned `key in (select … limit n)` as a hash join over a scan of the whole table, and
+ * checks that a chunk's DELETE finds its rows by primary key or ctid all the same (accounts.repository.ts chunkDelete).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -18,8 +19,8 @@ import { systemClock } from '../../src/lib/clock.js';
 import { createAccountsService } from '../../src/modules/accounts/accounts.service.js';
 import { conversationsRepository } from '../../src/modules/conversations/conversations.repository.js';
 import { deliveriesRepository } from '../../src/modules/webhooks/webhooks.repository.js';
-import { capturing, createTestDatabase, DIALECTS, planOf, type TestDatabase } from '../helpers/db.js';
-import { bulkFill } from '../modules/accounts/fixtures.js';
+import { capturing, createTestDatabase, DIALECTS, genericPlanOf, planOf, type TestDatabase } from '../helpers/db.js';
+import { bulkFill, fillEveryTable } from '../modules/accounts/fixtures.js';
 
 /** The tables the fill makes large: where a scan would cost. */
 const LARGE = ['deliveries', 'delivery_attempts', 'events', 'messages'];
@@ -97,6 +98,60 @@ for (const dialect of DIALECTS) {
         const plan = await planOf(database.db, dialect, q);
         assert.doesNotMatch(plan, /deliveries_account/, `${q.sql}\n${plan}`);
         assert.doesNotMatch(plan, dialect === 'sqlite' ? /^SCAN deliveries/m : /Seq Scan on deliveries/, `${q.sql}\n${plan}`);
+      }
+    });
+  });
+}
+
+/**
+ * The tables the second fill makes large, and the rows of each a chunk deletes there by subquery (chunkDelete):
+ * single-column keys (events, messages) and composite ones (workflow runs, Idempotency-Keys, quotes).
+ */
+const BY_SUBQUERY = ['events', 'messages', 'workflow_runs', 'idempotency_keys', 'rundown_quotes'];
+
+for (const dialect of DIALECTS) {
+  describe(`account deletion: a chunk's DELETE finds its rows by key or address, whatever share of the table it is (${dialect})`, () => {
+    let database: TestDatabase;
+    const deleted = 'acct_big';
+    before(async () => {
+      database = await createTestDatabase(dialect);
+      for (const id of [deleted, 'acct_rest']) {
+        await database.db.insertInto('accounts').values({ id, name: id, plan: 'pro', rate_limit_minute: null, rate_limit_day: null, assistant_settings: null, created_at: 0, deletion_started_at: null }).execute();
+      }
+      // A chunk of 100 rows of tables of 4,000: the share 2,000 rows are of 80,000, where `key in (select …)` was planned
+      // as a scan of the table (bench/accounts/chunk-plan.ts).
+      await fillEveryTable(database.db, deleted, 2_000);
+      await fillEveryTable(database.db, 'acct_rest', 2_000);
+      if (dialect === 'postgres') {
+        await database.db.executeQuery(CompiledQuery.raw('analyze'));
+        // The plans are read after the deletion, from these statistics: autovacuum must not replace them meanwhile.
+        for (const { name } of (await database.db.introspection.getTables()).filter((t) => !t.isView)) {
+          await database.db.executeQuery(CompiledQuery.raw(`alter table "${name}" set (autovacuum_enabled = false)`));
+        }
+      }
+    });
+    after(() => database?.cleanup());
+
+    test('no scan of a large table in any chunk statement; on PostgreSQL the DELETE by primary key (single column) or ctid (composite), custom and generic plans alike', async () => {
+      const c = capturing(database.db);
+      const r = await createAccountsService(c.db, systemClock, { dialect }).deleteAccount(deleted, { chunkRows: 100 });
+      assert.equal(r.counts.events, 2_000);
+      assert.equal(r.counts.workflowRuns, 2_000);
+      assert.equal(r.counts.idempotencyKeys, 2_000);
+      const statements = [...new Map(c.seen.map((q) => [q.sql, q])).values()];
+      const chunkDeletes = new Map(BY_SUBQUERY.map((table) => [table, statements.find((q) => q.sql.startsWith(`delete from "${table}" where`) && / limit 100/.test(q.sql))]));
+      for (const [table, q] of chunkDeletes) assert.ok(q, `the chunk statement of ${table}\n${statements.map((s) => s.sql).join('\n')}`);
+      for (const [table, q] of chunkDeletes) {
+        if (dialect === 'sqlite') {
+          const plan = await planOf(database.db, dialect, q!);
+          assert.doesNotMatch(plan, /^SCAN /m, `${q!.sql}\n${plan}`);
+          continue;
+        }
+        for (const plan of [await planOf(database.db, dialect, q!), await genericPlanOf(database.db, q!)]) {
+          assert.doesNotMatch(plan, /Seq Scan/, `${q!.sql}\n${plan}`);
+          const single = table === 'events' || table === 'messages';
+          assert.match(plan, single ? new RegExp(`Index Scan using ${table}_pkey on ${table}\\b`) : new RegExp(`Tid Scan on ${table}\\b`), `${q!.sql}\n${plan}`);
+        }
       }
     });
   });

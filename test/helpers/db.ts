@@ -91,6 +91,32 @@ export async function planOf(db: Kysely<DB>, dialect: DialectName, q: { sql: str
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
+/**
+ * PostgreSQL: the plan made once for any values of a compiled query's parameters (a generic plan, EXPLAIN lines), which a
+ * prepared statement may keep using after its fifth run (database.ts), where planOf shows the plan for the values given.
+ * The values are written into the EXECUTE as literals (strings, numbers, arrays of strings).
+ */
+export async function genericPlanOf(db: Kysely<DB>, q: { sql: string; parameters: readonly unknown[] }): Promise<string> {
+  const literal = (v: unknown): string => {
+    if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+    if (v === null) return 'null';
+    const text = Array.isArray(v) ? `{${v.map((x) => `"${String(x).replace(/(["\\])/g, '\\$1')}"`).join(',')}}` : String(v);
+    return `'${text.replace(/'/g, "''")}'`;
+  };
+  return db.connection().execute(async (c) => {
+    await c.executeQuery(CompiledQuery.raw('set plan_cache_mode = force_generic_plan'));
+    try {
+      await c.executeQuery(CompiledQuery.raw(`prepare generic_plan_of as ${q.sql}`));
+      const args = q.parameters.length ? `(${q.parameters.map(literal).join(', ')})` : '';
+      const { rows } = await c.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain execute generic_plan_of${args}`));
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await c.executeQuery(CompiledQuery.raw('deallocate generic_plan_of')).catch(() => {});
+      await c.executeQuery(CompiledQuery.raw('reset plan_cache_mode'));
+    }
+  });
+}
+
 /** A Kysely on `db` that records every statement it runs (raw `sql` ones too), compiled, with its parameters. */
 export function capturing(db: Kysely<DB>) {
   const seen: CompiledQuery[] = [];

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, SqliteAdapter, type Kysely, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, SqliteAdapter, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { lockingRead } from '../../db/locks.js';
 import { precompile, precompileRows } from '../../db/precompiled.js';
 import type { DB } from '../../db/schema.js';
@@ -166,6 +166,30 @@ export const accountNotBeingDeleted = (ref: string) =>
 export const accountNotBeingDeletedPerRow = (ref: string) =>
   sql<boolean>`(select deleting.deletion_started_at from accounts deleting where deleting.id = ${sql.ref(ref)}) is null`;
 
+/**
+ * The DELETE of a chunk of a table no other table references: the rows `chosen` (`from … where … order by … limit n`,
+ * locking them on PostgreSQL) names, deleted through the table's primary key.
+ *
+ * On PostgreSQL not as `key in (select …)`: planned as a join, with the subquery's LIMIT estimated as n rows, it hashed
+ * the chunk's keys and matched them against a sequential scan of the whole table (every account's rows, and the dead
+ * ones of the chunks before), so each chunk cost as much as the table, and a deletion the square of the account's
+ * rows (bench/accounts/chunk-plan.ts). `= any(array(select …))` makes the subquery an InitPlan run once, whose array
+ * the DELETE then looks up: an Index Scan of the primary key, for a single-column key. A row comparison with such an
+ * array is not an index condition, so a composite key goes by the rows' physical addresses instead (`ctid`, a Tid Scan):
+ * the subquery's FOR UPDATE keeps the rows where they are until the transaction ends, and both scans share the
+ * statement's snapshot. One difference from a key: a row another transaction updated and committed after the
+ * statement began is locked at its new version, which the snapshot does not see, so it stays (locked) for the next
+ * chunk or the deletion's last transaction instead of going in this one: the counts are still what was deleted. SQLite
+ * already looks each key of the subquery's list up in the primary key (SEARCH … USING … INDEX, LIST SUBQUERY), and has
+ * no ctid: its statement is left as it was.
+ */
+function chunkDelete(postgres: boolean, table: OwnedTable, key: readonly string[], chosen: RawBuilder<unknown>) {
+  const columns = sql.join(key.map((c) => sql.ref(c)));
+  if (!postgres) return sql`delete from ${sql.table(table)} where ${key.length === 1 ? columns : sql`(${columns})`} in (select ${columns} ${chosen})`;
+  if (key.length === 1) return sql`delete from ${sql.table(table)} where ${columns} = any(array(select ${columns} ${chosen}))`;
+  return sql`delete from ${sql.table(table)} where ctid = any(array(select ctid ${chosen}))`;
+}
+
 export const accountsRepository = {
   insert(db: Conn, row: DB['accounts']) {
     return db.insertInto('accounts').values(row).execute();
@@ -299,14 +323,15 @@ export const accountsRepository = {
    * A table whose rows others reference: their ids are read first (deliveries in id order, the order a worker's
    * record of a batch locks them in), so a write that comes after finds nothing to write to (a worker's record is
    * conditional on its lease: no row, no attempt); then the rows referencing them, then they. Any other table: one
-   * DELETE of the rows a bounded subquery names and locks.
+   * DELETE of the rows a bounded subquery names and locks (chunkDelete).
    */
   async deleteChunk(db: Conn, accountId: string, table: OwnedTable, rows: number): Promise<Partial<OwnedCounts>> {
     const { key, order, children } = CHUNKS[table];
     const kind = OWNED_TABLES.find(([, t]) => t === table)![0];
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     // A literal LIMIT: PostgreSQL plans a prepared statement once for all its runs (database.ts), and would plan a bound
     // one as an unknown share of the table. SQLite has one writer (no row is ever held by another) and no FOR UPDATE.
-    const claimed = db.getExecutor().adapter instanceof PostgresAdapter ? sql` for update skip locked` : sql``;
+    const claimed = postgres ? sql` for update skip locked` : sql``;
     const ordered = sql`order by ${sql.join(order.map((c) => sql.ref(c)))} limit ${sql.lit(rows)}${claimed}`;
     if (children) {
       const parents = table as 'deliveries' | 'conversations' | 'rundowns';
@@ -323,9 +348,7 @@ export const accountsRepository = {
       counts[kind] = Number(r.numAffectedRows ?? 0);
       return counts;
     }
-    const columns = sql.join(key.map((c) => sql.ref(c)));
-    const named = key.length === 1 ? columns : sql`(${columns})`;
-    const r = await sql`delete from ${sql.table(table)} where ${named} in (select ${columns} from ${sql.table(table)} where account_id = ${accountId} ${ordered})`.execute(db);
+    const r = await chunkDelete(postgres, table, key, sql`from ${sql.table(table)} where account_id = ${accountId} ${ordered}`).execute(db);
     return { [kind]: Number(r.numAffectedRows ?? 0) };
   },
   /** The one lookup on every request: the key by hash joined to its account. */

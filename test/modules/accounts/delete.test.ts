@@ -184,9 +184,14 @@ for (const dialect of DIALECTS) {
       async () => {
         const a = await t.account({ plan: 'pro' });
         const filled = await bulkFill(t.ctx.db, a.accountId, { conversations: 2, messagesEach: 5, events: 30, deliveries: 30, attemptsEach: 1 });
+        await t.ctx.db
+          .insertInto('idempotency_keys')
+          .values(Array.from({ length: 30 }, (_, i) => ({ account_id: a.accountId, key: `k-${String(i).padStart(2, '0')}`, fingerprint: 'f', method: 'POST', path: '/v1/documents', status_code: 201, response: '{}', created_at: 0, locked_at: 0, committed_at: 0 })))
+          .execute();
         // The other run, in its chunk of deliveries (a table whose rows others reference: ids read and locked, their
-        // attempts, then they) and in one of events (one DELETE of the rows a bounded subquery names): the first rows
-        // of the account in each table's order, deleted and not yet committed.
+        // attempts, then they), in one of events (one DELETE of the rows a bounded subquery names, by primary key) and
+        // in one of Idempotency-Keys (the same, by ctid: a composite key): the first rows of the account in each
+        // table's order, deleted and not yet committed.
         const other = new pg.Client({ connectionString: t.database.url });
         await other.connect();
         try {
@@ -195,14 +200,18 @@ for (const dialect of DIALECTS) {
           await other.query('delete from delivery_attempts where delivery_id = any($1)', [held]);
           await other.query('delete from deliveries where id = any($1)', [held]);
           await other.query(`delete from events where id in (select id from events where account_id = $1 order by created_at, id limit 5)`, [a.accountId]);
+          await other.query(`delete from idempotency_keys where (account_id, key) in (select account_id, key from idempotency_keys where account_id = $1 order by key limit 5)`, [a.accountId]);
           const pid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid as number;
 
           const chunks: number[] = [];
           const deleting = elsewhere(t).deleteAccount(a.accountId, { chunkRows: 5, afterChunk: (n) => void chunks.push(n) });
           // While the other's chunk is open, this run's chunks take the rest of both tables (and go on to the others):
           // all that is left of them is what the other holds.
-          const left = async (table: 'deliveries' | 'events') => Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', a.accountId).executeTakeFirstOrThrow()).n);
-          await until(async () => (await left('deliveries')) === 5 && (await left('events')) === 5 && chunks.length >= 10, `this run's chunks deleting the rows the other does not hold (${chunks.length} chunks so far)`);
+          const left = async (table: 'deliveries' | 'events' | 'idempotency_keys') => Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', a.accountId).executeTakeFirstOrThrow()).n);
+          await until(
+            async () => (await left('deliveries')) === 5 && (await left('events')) === 5 && (await left('idempotency_keys')) === 5 && chunks.length >= 15,
+            `this run's chunks deleting the rows the other does not hold (${chunks.length} chunks so far)`,
+          );
           // Its last transaction waits for the other's chunk (lockOwnedRows), as for any write in flight.
           await waitingOn(pid, 1);
           await other.query('commit');
@@ -211,6 +220,7 @@ for (const dialect of DIALECTS) {
           assert.equal(r.counts.deliveries, filled.deliveries - 5, 'the other run deleted 5 deliveries, this one the rest');
           assert.equal(r.counts.deliveryAttempts, filled.deliveryAttempts - 5);
           assert.equal(r.counts.events, filled.events - 5);
+          assert.equal(r.counts.idempotencyKeys, 30 - 5);
           assert.equal(r.counts.messages, filled.messages);
           assert.equal(r.counts.conversations, filled.conversations);
         } finally {

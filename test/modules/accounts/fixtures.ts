@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DialectName } from '../../../src/db/database.js';
 import type { DB } from '../../../src/db/schema.js';
 import { rundownsRepository } from '../../../src/modules/rundowns/rundowns.repository.js';
@@ -205,5 +205,69 @@ export async function bulkFill(db: Kysely<DB>, accountId: string, shape: BulkSha
     webhooks: 1,
     deliveries: deliveries.length,
     deliveryAttempts: attempts.length,
+  };
+}
+
+/**
+ * Gives an existing account `n` rows in each of the tables that grow with its use, written by the database itself (a
+ * recursive count, which both dialects have: 40,000 rows a table in a second or two): n messages in n/40 conversations,
+ * n workflow runs (40 workflows, one run of each per conversation), n Idempotency-Keys, n quotes in n/100 rundowns
+ * (their conversations scattered, so that the quotes' chunk order is not their key's), n events, n deliveries with one
+ * attempt each; n/40 rundown claims, and a few of the rest (32 knowledge-version counters, 50 documents, 50 FAQs, 5 keys,
+ * a webhook). Every table an account's deletion goes through, with its single-column and composite keys. Answers the
+ * rows written per kind, named as the deletion reports them (bookkeeping tables left out).
+ */
+export async function fillEveryTable(db: Kysely<DB>, accountId: string, n: number) {
+  const t0 = sql.lit(Date.UTC(2026, 0, 5));
+  const account = sql.lit(accountId);
+  const conversations = Math.ceil(n / 40);
+  const rundowns = Math.ceil(n / 100);
+  const claims = Math.ceil(n / 40);
+  // Numbers as literals: better-sqlite3 binds a JS number as a REAL, and 'x' || (n + 1.0) is 'x2.0'.
+  const upTo = (count: number, insert: RawBuilder<unknown>) => sql`with recursive g(n) as (select 1 union all select n + 1 from g where n < ${sql.lit(count)}) ${insert}`.execute(db);
+  // Of a fixed width, so that their order is their number's.
+  const id = (prefix: string, k: RawBuilder<unknown> = sql`n`) => sql`${sql.lit(`${prefix}_${accountId}_`)} || (10000000 + ${k})`;
+  const filler = sql.lit('lorem ipsum dolor sit amet '.repeat(8));
+  await db.insertInto('webhooks').values({ id: `wh_${accountId}`, account_id: accountId, url: 'https://hooks.example.com/x', events: '["conversation.started"]', secret: 'fill-secret', enabled: 1, disabled_reason: null, created_at: 0, updated_at: 0 }).execute();
+  await upTo(conversations, sql`insert into conversations (id, account_id, customer_id, customer_label, metadata, status, outcome, tags, message_count, created_at, last_message_at, ended_at)
+    select ${id('conv')}, ${account}, 'cust_' || n, 'Customer', '{}', 'ended', 'resolved', '[]', 40, ${t0} + n, ${t0} + n, ${t0} + n from g`);
+  await upTo(n, sql`insert into messages (id, account_id, conversation_id, role, content, created_at, seq)
+    select ${id('msg')}, ${account}, ${id('conv', sql`1 + (n - 1) / 40`)}, 'customer', 'Question ' || n || ': ' || ${filler}, ${t0} + n, 1 + (n - 1) % 40 from g`);
+  await upTo(n, sql`insert into events (id, account_id, kind, payload, created_at)
+    select ${id('evt')}, ${account}, 'conversation.started', '{"event":"conversation.started","note":"' || ${filler} || '"}', ${t0} + n from g`);
+  await upTo(40, sql`insert into workflows (id, account_id, slug, name, triggers, fields, created_at, updated_at)
+    select ${id('wf')}, ${account}, 'flow-' || n, 'Flow', '[]', '[]', ${t0} + n, ${t0} + n from g`);
+  await upTo(n, sql`insert into workflow_runs (workflow_id, conversation_id, account_id, extracted, created_at)
+    select ${id('wf', sql`1 + (n - 1) % 40`)}, ${id('conv', sql`1 + (n - 1) / 40`)}, ${account}, '{"email":"jo@acme.test"}', ${t0} + n from g`);
+  await upTo(n, sql`insert into idempotency_keys (account_id, key, fingerprint, method, path, status_code, response, created_at, locked_at, committed_at)
+    select ${account}, 'key-' || (10000000 + n), 'fp' || n, 'POST', '/v1/documents', 201, '{"data":{"note":"' || ${filler} || '"}}', ${t0} + n, ${t0} + n, ${t0} + n from g`);
+  await upTo(rundowns, sql`insert into rundowns (id, account_id, trigger, from_ts, to_ts, figures, body, created_at)
+    select ${id('rd')}, ${account}, 'manual', ${t0} + n, ${t0} + n + 1, '{}', '{}', ${t0} + n from g`);
+  await upTo(n, sql`insert into rundown_quotes (account_id, rundown_id, position, message_id, conversation_id)
+    select ${account}, ${id('rd', sql`1 + (n - 1) / 100`)}, 1 + (n - 1) % 100, ${id('msg')}, ${id('conv', sql`1 + ((n * 97) % ${sql.lit(n)}) / 40`)} from g`);
+  await upTo(claims, sql`insert into rundown_claims (account_id, from_ts, to_ts, holder, expires_at)
+    select ${account}, ${t0} + n * 1000, ${t0} + n * 1000 + 1000, 'fill', ${t0} from g`);
+  await upTo(32, sql`insert into knowledge_versions (account_id, shard, n) select ${account}, n - 1, n from g`);
+  await upTo(n, sql`insert into deliveries (id, account_id, webhook_id, event_id, event, url, secret, body, status, attempt_count, auto_attempts, created_at, updated_at)
+    select ${id('dlv')}, ${account}, ${sql.lit(`wh_${accountId}`)}, ${id('evt')}, 'conversation.started', 'https://hooks.example.com/x', 'fill-secret', '{}', 'succeeded', 1, 1, ${t0} + n, ${t0} + n from g`);
+  await upTo(n, sql`insert into delivery_attempts (delivery_id, attempt, kind, at, status_code, duration_ms, error, response_body, worker)
+    select ${id('dlv')}, 1, 'auto', ${t0} + n, 200, 12, null, 'ok', 'fill' from g`);
+  await upTo(50, sql`insert into documents (id, account_id, title, content, status, created_at, updated_at) select ${id('doc')}, ${account}, 'Doc ' || n, 'Text', 'published', ${t0} + n, ${t0} + n from g`);
+  await upTo(50, sql`insert into faqs (id, account_id, question, answer, category, status, created_at, updated_at) select ${id('faq')}, ${account}, 'Q' || n, 'A', 'general', 'published', ${t0} + n, ${t0} + n from g`);
+  await upTo(5, sql`insert into api_keys (id, account_id, type, scopes, hash, hint, created_at) select ${id('key')}, ${account}, 'server', '[]', ${sql.lit(`hash_${accountId}_`)} || n, 'sk_x', ${t0} + n from g`);
+  return {
+    conversations,
+    messages: n,
+    events: n,
+    workflows: 40,
+    workflowRuns: n,
+    idempotencyKeys: n,
+    rundowns,
+    webhooks: 1,
+    deliveries: n,
+    deliveryAttempts: n,
+    documents: 50,
+    faqs: 50,
+    keys: 5,
   };
 }
