@@ -50,8 +50,9 @@ for (const dialect of DIALECTS) {
       assert.equal(r.counts.messages, 300);
       // Each statement text once (the chunks repeat them), with the parameters of its first run.
       const statements = [...new Map(c.seen.map((q) => [q.sql, q])).values()];
-      // Chunk statements: the bounded reads (LIMIT) and the deletes by the ids a chunk read.
-      const chunks = statements.filter((q) => / limit \d+/.test(q.sql) || /" in \((\?|\$\d+), /.test(q.sql));
+      // Chunk statements: the bounded reads (LIMIT) and the deletes by the ids a chunk read (a list on SQLite, an array
+      // on PostgreSQL).
+      const chunks = statements.filter((q) => / limit \d+/.test(q.sql) || /" in \((\?|\$\d+), |= any\(array\(select unnest\(/.test(q.sql));
       assert.ok(chunks.length >= 10, chunks.map((q) => q.sql).join('\n'));
       const plans = new Map<string, string>();
       for (const q of statements) plans.set(q.sql, await planOf(database.db, dialect, q));
@@ -72,7 +73,7 @@ for (const dialect of DIALECTS) {
           for (const table of LARGE) assert.doesNotMatch(plans.get(q.sql)!, new RegExp(`Seq Scan on ${table}\\b`), `${q.sql}\n${plans.get(q.sql)}`);
         }
         assert.match(planOfStatement(/^select id from "deliveries" where account_id = \$1 and id is not null order by "id" limit 50 for update skip locked$/), /Index Scan using deliveries_account on deliveries/);
-        assert.match(planOfStatement(/^delete from "delivery_attempts" where "delivery_id" in \(\$1/), /Index Scan on delivery_attempts_pk|Index Scan using delivery_attempts_pk/);
+        assert.match(planOfStatement(/^delete from "delivery_attempts" where "delivery_id" = any\(array\(select unnest\(\$1::text\[\]\)\)\)$/), /Index Scan using delivery_attempts_pk|Bitmap Index Scan on delivery_attempts_pk/);
         assert.match(planOfStatement(/^select "id" from "deliveries" where "account_id" = \$1 and "id" is not null order by "id" for update$/), /deliveries_account/);
       }
     });
@@ -104,10 +105,12 @@ for (const dialect of DIALECTS) {
 }
 
 /**
- * The tables the second fill makes large, and the rows of each a chunk deletes there by subquery (chunkDelete):
- * single-column keys (events, messages) and composite ones (workflow runs, Idempotency-Keys, quotes).
+ * The tables the second fill makes large whose chunks delete the rows a subquery names (chunkDelete): single-column
+ * keys (events, messages) and composite ones (workflow runs, Idempotency-Keys, quotes).
  */
 const BY_SUBQUERY = ['events', 'messages', 'workflow_runs', 'idempotency_keys', 'rundown_quotes'];
+/** All of its large tables: those and the deliveries with their attempts (deleted by the ids a chunk read). */
+const LARGE_TOO = [...BY_SUBQUERY, 'deliveries', 'delivery_attempts'];
 
 for (const dialect of DIALECTS) {
   describe(`account deletion: a chunk's DELETE finds its rows by key or address, whatever share of the table it is (${dialect})`, () => {
@@ -151,6 +154,17 @@ for (const dialect of DIALECTS) {
           assert.doesNotMatch(plan, /Seq Scan/, `${q!.sql}\n${plan}`);
           const single = table === 'events' || table === 'messages';
           assert.match(plan, single ? new RegExp(`Index Scan using ${table}_pkey on ${table}\\b`) : new RegExp(`Tid Scan on ${table}\\b`), `${q!.sql}\n${plan}`);
+        }
+      }
+      // The chunks of a table others reference: their bounded read, and the deletes by the ids it read (of the rows
+      // referencing them, then of them), whatever share of a table the ids are.
+      const byIds = statements.filter((q) => / limit 100/.test(q.sql) || /" in \((\?|\$\d+), |= any\(array\(select unnest\(/.test(q.sql));
+      assert.ok(byIds.some((q) => q.sql.startsWith('delete from "delivery_attempts"')), byIds.map((q) => q.sql).join('\n'));
+      for (const q of byIds) {
+        const plans = dialect === 'sqlite' ? [await planOf(database.db, dialect, q)] : [await planOf(database.db, dialect, q), await genericPlanOf(database.db, q)];
+        for (const plan of plans) {
+          if (dialect === 'sqlite') assert.doesNotMatch(plan, /^SCAN /m, `${q.sql}\n${plan}`);
+          else for (const table of LARGE_TOO) assert.doesNotMatch(plan, new RegExp(`Seq Scan on ${table}\\b`), `${q.sql}\n${plan}`);
         }
       }
     });
