@@ -170,12 +170,14 @@ export const accountNotBeingDeletedPerRow = (ref: string) =>
  * The DELETE of a chunk of a table no other table references: the rows `chosen` (`from … where … order by … limit n`,
  * locking them on PostgreSQL) names, deleted through the table's primary key.
  *
- * On PostgreSQL not as `key in (select …)`: planned as a join, with the subquery's LIMIT estimated as n rows, it hashed
- * the chunk's keys and matched them against a sequential scan of the whole table (every account's rows, and the dead
- * ones of the chunks before), so each chunk cost as much as the table, and a deletion the square of the account's
- * rows (bench/accounts/chunk-plan.ts). `= any(array(select …))` makes the subquery an InitPlan run once, whose array
- * the DELETE then looks up: an Index Scan of the primary key, for a single-column key. A row comparison with such an
- * array is not an index condition, so a composite key goes by the rows' physical addresses instead (`ctid`, a Tid Scan):
+ * On PostgreSQL not as `key in (select …)`: planned as a join, with the subquery's LIMIT estimated as n rows, while
+ * the chunk was more than about 1% of the table it hashed the chunk's keys and matched them against a sequential scan
+ * of the whole table (every account's rows, and the dead ones of the chunks before): each chunk cost as much as the
+ * table (2,000 rows of 80,000: 20-30 ms against 2-7; bench/accounts/chunk-plan.ts, BENCHMARKS.md). At 440,000 it
+ * turned to a nested loop of index probes, still 3-4 times the cost of the plans below for a composite key.
+ * `= any(array(select …))` makes the subquery an InitPlan run once, whose array the DELETE then looks up: an Index
+ * Scan of the primary key, for a single-column key. A row comparison with such an array is not an index condition, so
+ * a composite key goes by the rows' physical addresses instead (`ctid`, a Tid Scan):
  * the subquery's FOR UPDATE keeps the rows where they are until the transaction ends, and both scans share the
  * statement's snapshot. One difference from a key: a row another transaction updated and committed after the
  * statement began is locked at its new version, which the snapshot does not see, so it stays (locked) for the next
