@@ -6,9 +6,10 @@
 //     [--no-explain] [--no-delete] [--plans] (print every plan, not only its scans) [--json]
 // The account: `rows` rows in each large table (messages, events, workflow runs, idempotency keys, rundown quotes,
 // deliveries with one attempt each: test/modules/accounts/fixtures.ts fillEveryTable), and a few in the others; another
-// account as many as `others`, so that a table is larger than the account, as in a service with many accounts. PostgreSQL at TEST_DATABASE_URL or
-// 127.0.0.1:5432/test (a schema of its own, ANALYZEd as autovacuum would have, dropped at the end); SQLite in a
-// temporary file (no ANALYZE: Parley never runs it), deleted at the end.
+// account as many as `others`, so that a table is larger than the account, as in a service with many accounts.
+// PostgreSQL at TEST_DATABASE_URL or 127.0.0.1:5432/test (a schema of its own, ANALYZEd as autovacuum would have,
+// dropped at the end); SQLite in a temporary file (no ANALYZE: Parley never runs it), deleted at the end. A chunk's time
+// is deleteChunk's alone (no BEGIN/COMMIT); the whole deletion's includes SQLite's pause after each chunk.
 //
 // The statements are taken from deleteChunk itself (a plugin records what it sends, in a transaction rolled back), so
 // this file measures whichever statements the checkout's code runs: copied into another checkout, it measures that
@@ -170,9 +171,7 @@ for (const dialect of dialects) {
         const explained = dialect === 'postgres' ? await explainPostgres(db, statements) : await explainSqlite(db, statements);
         for (const e of explained) plans.push({ table, ...e });
       }
-      for (const p of plans) {
-        if (values.plans) console.log(p);
-      }
+      if (values.plans) for (const p of plans) console.log(p);
       console.table(plans.map(({ 'custom plan': _c, 'generic plan': _g, ...p }) => p));
       report.plans = plans;
     }
@@ -195,13 +194,13 @@ for (const dialect of dialects) {
       }
       // The whole run: on SQLite it includes the pause after each chunk (MIN_CHUNK_PAUSE_MS).
       const totalMs = performance.now() - began;
-      const xacts = chunks.filter((c) => c.rows > 0).map((c) => c.ms);
+      const timed = chunks.filter((c) => c.rows > 0).map((c) => c.ms);
       const byTable = OWNED_TABLES.map(([, table]) => {
         const mine = chunks.filter((c) => c.table === table && c.rows > 0);
         return { table, chunks: mine.length, rows: mine.reduce((a, c) => a + c.rows, 0), medianChunkMs: Number(median(mine.map((c) => c.ms)).toFixed(1)), maxChunkMs: Number(Math.max(0, ...mine.map((c) => c.ms)).toFixed(1)), sumMs: Math.round(mine.reduce((a, c) => a + c.ms, 0)) };
       }).filter((t) => t.chunks > 0);
       console.table(byTable);
-      const summary = { totalMs: Math.round(totalMs), chunkMsSum: Math.round(xacts.reduce((a, b) => a + b, 0)), chunks: xacts.length, medianChunkMs: Number(median(xacts).toFixed(1)), longestChunkMs: Number(Math.max(...xacts).toFixed(1)) };
+      const summary = { totalMs: Math.round(totalMs), chunkMsSum: Math.round(timed.reduce((a, b) => a + b, 0)), chunks: timed.length, medianChunkMs: Number(median(timed).toFixed(1)), longestChunkMs: Number(Math.max(...timed).toFixed(1)) };
       console.log(`${dialect}: whole deletion ${JSON.stringify(summary)}`);
       report.byTable = byTable;
       report.summary = summary;
