@@ -21,6 +21,11 @@ Usage:
   parley worker                       background worker only (webhook deliveries, timers);
                                       METRICS_PORT serves its /metrics
   parley migrate                      apply database migrations
+  parley check                        is this installation healthy? checks the database, its
+                                      migrations, the disk (SQLite), Redis and the LLM (when
+                                      set), the webhook queue and unfinished account deletions;
+                                      one line each: ok, warn or fail, and what to do. Reads
+                                      only: migrates and changes nothing. Exit 1 if one fails
   parley init [--name NAME] [--plan pro] [--force]
              [--rate-limit-minute N --rate-limit-day N]   (the limits: enterprise only)
                                       create a first account and a server key (printed once);
@@ -98,6 +103,7 @@ const USAGE: Record<string, { options: readonly string[]; args?: number }> = {
   serve: { options: ['no-worker'] },
   worker: { options: [] },
   migrate: { options: [] },
+  check: { options: [] },
   init: { options: ['name', 'plan', 'force', 'rate-limit-minute', 'rate-limit-day'] },
   demo: { options: ['account'] },
   backup: { options: ['to'] },
@@ -230,6 +236,9 @@ export async function main(argv: string[]): Promise<number> {
       out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
       return 0;
     }
+    case 'check':
+      // Loaded on demand, as serve is: the Redis and HTTP clients are for these two commands only.
+      return (await import('./check.js')).checkCommand(config, out);
     case 'init':
       // init makes a server key, which a free account cannot use: refuse before creating an account it would orphan.
       if (values.plan === 'free') {

@@ -1,0 +1,3 @@
+import { checkSuite } from './check-suite.js';
+
+checkSuite('postgres');
