@@ -5,14 +5,17 @@
 // round's req/s and the server's CPU time (user + system, /proc) per request, and their medians. CPU per request
 // is the steadier figure on a busy machine.
 // Usage (after building both trees): node bench/http/ab.mjs --a /path/to/base --b . [--rounds 6] [--duration 3]
-//   [--connections 50] [--db sqlite|postgres] [--only TEXT]
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+//   [--connections 50] [--db sqlite|postgres] [--only TEXT] [--log-level warn] [--a-log-level L] [--b-log-level L]
+// One tree at two log levels: --a . --b . --a-log-level warn --b-log-level info. Both servers listen on ports the
+// system picks; their stderr (logs) goes to a file each in the run's temporary directory (as `2>>parley.log`).
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { benchDatabase } from '../database.mjs';
+import { startListening } from './listen.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +26,10 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     db: { type: 'string', default: 'sqlite' },
     only: { type: 'string' },
+    // The servers' LOG_LEVEL (`warn`: no per-request lines, as in the earlier figures), or each side's.
+    'log-level': { type: 'string', default: 'warn' },
+    'a-log-level': { type: 'string' },
+    'b-log-level': { type: 'string' },
   },
 });
 if (!values.a) throw new Error('--a <tree> is required');
@@ -30,41 +37,48 @@ const trees = { A: resolve(values.a), B: resolve(values.b) };
 const rounds = Number(values.rounds);
 const duration = Number(values.duration);
 const connections = Number(values.connections);
-const PORTS = { A: 3927, B: 3928 };
+const logLevels = { A: values['a-log-level'] ?? values['log-level'], B: values['b-log-level'] ?? values['log-level'] };
 const SERVER_CPU = '0';
 const LOADGEN_CPU = '1';
 execFileSync('taskset', ['-cp', LOADGEN_CPU, String(process.pid)], { stdio: 'ignore' });
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-ab-'));
 const { url: databaseUrl, drop: dropSchema } = await benchDatabase(values.db, dir, 'bench_ab');
-const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0' };
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [join(trees.B, 'bin/parley.js'), ...args, '--json'], { env, encoding: 'utf8' }));
 
-function start(tree, port) {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, join(tree, 'bin/parley.js'), 'serve', '--no-worker', '--json'], {
-    env: { ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((res, rej) => {
-    child.stdout.on('data', (c) => /ready|listening/.test(c.toString()) && res(child));
-    child.on('exit', (code) => rej(new Error(`${tree} exited ${code}`)));
-  });
+async function start(which) {
+  const logFile = join(dir, `${which}.log`);
+  const fd = openSync(logFile, 'a');
+  try {
+    return await startListening('taskset', ['-c', SERVER_CPU, process.execPath, join(trees[which], 'bin/parley.js'), 'serve', '--no-worker', '--json'], {
+      env: { ...env, LOG_LEVEL: logLevels[which] },
+      stderr: fd,
+    });
+  } catch (err) {
+    process.stderr.write(readFileSync(logFile, 'utf8').slice(-4000));
+    throw err;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 const account = cli('accounts', 'create', '--name', 'Bench', '--plan', 'enterprise', '--rate-limit-minute', '100000000', '--rate-limit-day', '1000000000');
 const { key } = cli('keys', 'create', '--account', account.id);
-const servers = { A: await start(trees.A, PORTS.A), B: await start(trees.B, PORTS.B) };
+const started = { A: await start('A'), B: await start('B') };
+const servers = { A: started.A.child, B: started.B.child };
+const urls = { A: started.A.url, B: started.B.url };
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 const docBody = (i) => JSON.stringify({ title: `Article ${i}: shipping, returns and warranty`, content: `Body of article ${i}. `.repeat(40), status: 'active' });
 let lastId;
 for (let i = 0; i < 100; i++) {
-  const r = await fetch(`http://127.0.0.1:${PORTS.B}/v1/documents`, { method: 'POST', headers: auth, body: docBody(i) });
+  const r = await fetch(`${urls.B}/v1/documents`, { method: 'POST', headers: auth, body: docBody(i) });
   lastId = (await r.json()).data.id;
 }
 const faqBody = (i) => JSON.stringify({ question: `How do I return item ${i} after using it?`, answer: `Answer ${i}: within 30 days, unused, with the receipt. `.repeat(6), category: 'returns' });
 let lastFaqId;
 for (let i = 0; i < 100; i++) {
-  const r = await fetch(`http://127.0.0.1:${PORTS.B}/v1/faqs`, { method: 'POST', headers: auth, body: faqBody(i) });
+  const r = await fetch(`${urls.B}/v1/faqs`, { method: 'POST', headers: auth, body: faqBody(i) });
   lastFaqId = (await r.json()).data.id;
 }
 
@@ -82,14 +96,14 @@ const cpuUs = (child) => {
 };
 const run = (which, s, d) =>
   new Promise((res, rej) => {
-    autocannon({ url: `http://127.0.0.1:${PORTS[which]}${s.path}`, headers: auth, connections, duration: d }, (err, r) => (err ? rej(err) : res(r)));
+    autocannon({ url: `${urls[which]}${s.path}`, headers: auth, connections, duration: d }, (err, r) => (err ? rej(err) : res(r)));
   });
 const median = (xs) => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-console.log(JSON.stringify({ date: new Date().toISOString(), a: trees.A, b: trees.B, db: values.db, rounds, duration, connections }));
+console.log(JSON.stringify({ date: new Date().toISOString(), a: trees.A, b: trees.B, logLevels, db: values.db, rounds, duration, connections }));
 for (const s of scenarios) {
   for (const w of ['A', 'B']) await run(w, s, 2);
   const res = { A: [], B: [] };

@@ -3,7 +3,7 @@
 // request (captured by run.mjs), so the ratio measures what the framework, auth, rate limit and database cost.
 import http from 'node:http';
 
-const { port, list, get, create, faqList, faqGet } = JSON.parse(process.argv[2]);
+const { list, get, create, faqList, faqGet } = JSON.parse(process.argv[2]);
 const headers = (body) => ({ 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
 
 const server = http.createServer((req, res) => {
@@ -34,4 +34,5 @@ const server = http.createServer((req, res) => {
   }
 });
 server.keepAliveTimeout = 60_000;
-server.listen(port, '127.0.0.1', () => process.stdout.write('ready\n'));
+// Port 0: run.mjs reads the port from this line, as it does from `parley serve --json`'s.
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ listening: `http://127.0.0.1:${server.address().port}` })}\n`));

@@ -1,34 +1,29 @@
-/* global Buffer */
+/* global Buffer, URL */
 // Compares the documents API's answers of two builds byte for byte: both trees' `dist/` serve one database (a SQLite
 // file or a PostgreSQL schema) from their own processes, and every request below goes to each, twice (the second
 // may be answered from what the first left behind). Status, body and every header, in order, must be the same,
 // except `date`, `x-request-id` and the moving rate-limit values (`x-ratelimit-remaining`, `x-ratelimit-reset`).
 // Usage (after building both trees): node bench/http/compare.mjs --a /path/to/base --b . [--db sqlite|postgres]
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchDatabase } from '../database.mjs';
+import { startListening } from './listen.mjs';
 
 const { values } = parseArgs({ options: { a: { type: 'string' }, b: { type: 'string', default: '.' }, db: { type: 'string', default: 'sqlite' } } });
 if (!values.a) throw new Error('--a <tree> is required');
 const trees = { A: resolve(values.a), B: resolve(values.b) };
-const PORTS = { A: 3937, B: 3938 };
 const MOVING = new Set(['date', 'x-request-id', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-compare-'));
 const { url: databaseUrl, drop } = await benchDatabase(values.db, dir, 'bench_cmp');
-const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0' };
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [join(trees.B, 'bin/parley.js'), ...args, '--json'], { env, encoding: 'utf8' }));
-const start = (tree, port) => {
-  const child = spawn(process.execPath, [join(tree, 'bin/parley.js'), 'serve', '--no-worker', '--json'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((res, rej) => {
-    child.stdout.on('data', (c) => /ready|listening/.test(c.toString()) && res(child));
-    child.on('exit', (code) => rej(new Error(`${tree} exited ${code}`)));
-  });
-};
+// Both listen on ports the system picks (PORT=0), read from their `--json` line.
+const start = (tree) => startListening(process.execPath, [join(tree, 'bin/parley.js'), 'serve', '--no-worker', '--json'], { env });
 
 function request(port, method, path, headers = {}, body) {
   return new Promise((res, rej) => {
@@ -47,7 +42,9 @@ const { key } = cli('keys', 'create', '--account', account.id);
 const { key: faqsOnly } = cli('keys', 'create', '--account', account.id, '--scopes', 'faqs:read');
 const other = cli('accounts', 'create', '--name', 'Other', '--plan', 'pro');
 const { key: otherKey } = cli('keys', 'create', '--account', other.id);
-const servers = { A: await start(trees.A, PORTS.A), B: await start(trees.B, PORTS.B) };
+const started = { A: await start(trees.A), B: await start(trees.B) };
+const servers = { A: started.A.child, B: started.B.child };
+const PORTS = { A: Number(new URL(started.A.url).port), B: Number(new URL(started.B.url).port) };
 
 const auth = (k) => ({ authorization: `Bearer ${k}` });
 const titles = [
