@@ -11,6 +11,7 @@ import { addChatCors, registerChatCors } from './http/cors.js';
 import { idempotencyLeaseMs, registerIdempotency } from './http/idempotency.js';
 import { createInflight, registerConnectionClosing } from './http/shutdown.js';
 import { ApiError, errorHandler, failureBody, noRoute } from './http/errors.js';
+import { RequestLog } from './http/request-log.js';
 import { isForeignKeyViolation } from './db/foreign-key.js';
 import { BAD_URL_MESSAGE, hooksOf, parseQuery, registerJsonParser, registerParamGuard, registerOptionalBody } from './http/json.js';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
@@ -221,6 +222,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}) {
   const trust = ctx.config.trustProxy;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
+    logController: new RequestLog(),
     // Only the per-client rate limit of public keys reads the client's address (req.ip).
     // A hop count as Fastify reads a number (its types take only the other forms): the n proxies nearest are trusted.
     trustProxy: typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust,

@@ -155,13 +155,14 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
       // The database is full, out of memory or connections, restarting or unreachable, or locked: the same request will
       // work later. Still a 500 SERVER_ERROR (the spec pairs the code with that status and has none for 503), with
       // Retry-After saying when to come back; the log says which of these it is and what to do.
-      req.log.error({ err, reqId: req.id, database: { problem: resource.problem, code: resource.code } }, resource.operatorMessage);
+      req.log.error({ err, reqId: req.id, req, database: { problem: resource.problem, code: resource.code } }, resource.operatorMessage);
       apiError = new ApiError('SERVER_ERROR', `the service cannot handle this request right now; retry in ${resource.retryAfterSeconds} s (request ${req.id})`, {
         'retry-after': resource.retryAfterSeconds,
       });
     } else {
-      // Unknown failure: the client gets a generic body and the request id to quote; the log gets the rest.
-      req.log.error({ err, reqId: req.id }, 'unhandled error');
+      // Unknown failure: the client gets a generic body and the request id to quote; the log gets the rest. Both lines
+      // name the request (method, path), so at LOG_LEVEL=warn, which drops the per-request lines, a 5xx still says which.
+      req.log.error({ err, reqId: req.id, req }, 'unhandled error');
       apiError = new ApiError('SERVER_ERROR', `internal server error (request ${req.id})`);
     }
   }
