@@ -25,7 +25,13 @@ const serializers = {
   res: (reply: FastifyReply) => ({ statusCode: reply.statusCode }),
 };
 
-/** The process's one logger (JSON lines on stderr), shared by Fastify, the services and the worker; tests capture it. */
+/**
+ * The process's one logger (JSON lines on stderr), shared by Fastify, the services and the worker; tests capture it.
+ * Writes are asynchronous (pino.destination's default): a line logged while a write is in flight waits in memory, and
+ * pino writes what waits when the process exits, after an uncaught exception or process.exit too
+ * (test/lib/log.test.ts), though not on a SIGKILL. Synchronous writes cost a read 4–16 µs more CPU at LOG_LEVEL=info
+ * (BENCHMARKS.md, "Request logging at the default LOG_LEVEL").
+ */
 export function createLogger(level: string, destination: pino.DestinationStream = pino.destination(2)) {
   return pino({ level, serializers }, destination);
 }
