@@ -1238,11 +1238,6 @@
   }
 
   /**
-   * The persona's name, greeting and tone (`GET /v1/settings/assistant`). Save sends only the fields changed here
-   * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
-   * its message names is marked.
-   */
-  /**
    * The account's answer threshold (`minConfidence` of `/v1/settings/assistant`): a number input in steps of 0.05 within
    * the API's range, saved alone (it applies to every message at once, not only to new conversations), and a button
    * that takes it back to the default (null), which then follows the service's calibration.
@@ -1282,7 +1277,12 @@
     return form;
   }
 
-  /** `question`: from a rundown's unanswered question (`#/assistant/try/…`), put in the Try box, not sent. */
+  /**
+   * The persona's name, greeting and tone (`GET /v1/settings/assistant`). Save sends only the fields changed here
+   * (the PUT merges), so a field another client changed meanwhile keeps its value; the API validates, and the field
+   * its message names is marked. Below it the answer threshold and the Try box; `question` (a rundown's unanswered
+   * question, `#/assistant/try/…`) is put in that box, not sent.
+   */
   async function assistantView(mount, question) {
     const current = await api('GET', '/settings/assistant');
     const inputs = PERSONA_FIELDS.map((f) => {
@@ -1400,7 +1400,7 @@
     return [
       h('h4', {}, 'Questions the assistant could not answer'),
       table(
-        ['Question', 'Times asked', 'Last asked', ''],
+        ['Question', 'Times asked', 'Last asked', 'Try'],
         r.unanswered.map((q) =>
           h(
             'tr',
