@@ -1,6 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { migrationState, type Database } from './database.js';
-import { migrations } from './migrations/index.js';
 import type { DB } from './schema.js';
 import { readSnapshot } from './snapshot.js';
 
@@ -71,10 +70,8 @@ export async function checkSource(source: Database) {
   } catch (err) {
     throw new CopyError(`cannot read the source database: ${(err as Error).message}`);
   }
-  const { applied, pending } = state;
+  const { applied, pending, unknown } = state;
   if (applied.length === 0) throw new CopyError('the source is not a Parley database (no migrations have run on it)');
-  const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(source.db);
-  const unknown = rows.map((r) => r.name).filter((name) => !(name in migrations));
   if (unknown.length) {
     throw new CopyError(`a newer version of Parley wrote the source (migrations ${unknown.join(', ')} are unknown to this one): copy with that version`);
   }

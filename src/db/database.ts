@@ -24,7 +24,7 @@ import {
 import pg from 'pg';
 import { startCheckpointer, type CheckpointReports } from './checkpointer.js';
 import { createGroupCommit } from './group-commit.js';
-import { migrationProvider } from './migrations/index.js';
+import { migrationProvider, migrations } from './migrations/index.js';
 import { registerDirectReads, ROWS_AS_ARRAYS } from './precompiled.js';
 import type { DB } from './schema.js';
 import { useWriter } from './unit-of-work.js';
@@ -341,9 +341,16 @@ async function stateOf(migrator: Migrator): Promise<{ applied: string[]; pending
   return { applied: all.filter((m) => m.executedAt).map((m) => m.name), pending: all.filter((m) => !m.executedAt).map((m) => m.name) };
 }
 
-/** Which of this version's migrations the database has run (`applied`) and has not (`pending`); nothing is changed. */
-export async function migrationState(db: Kysely<DB>, schema?: string): Promise<{ applied: string[]; pending: string[] }> {
-  return stateOf(await migratorFor(db, schema));
+/**
+ * Which of this version's migrations the database has run (`applied`) and has not (`pending`), and the ones it records
+ * that this version does not know (`unknown`: a newer version migrated it); nothing is changed.
+ */
+export async function migrationState(db: Kysely<DB>, schema?: string): Promise<{ applied: string[]; pending: string[]; unknown: string[] }> {
+  const state = await stateOf(await migratorFor(db, schema));
+  // Kysely's state lists only this version's migrations; the record also holds those a newer version ran. With none
+  // applied there may be no record to read.
+  const recorded = state.applied.length ? (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name) : [];
+  return { ...state, unknown: recorded.filter((name) => !(name in migrations)).sort() };
 }
 
 /**
