@@ -149,7 +149,11 @@ export function createAssistantService(
     persona: AssistantSettings,
     knowledgeVersion?: number,
   ): Promise<AssistantAnswer & { provider: 'llm' | 'default' }> {
-    const index = await indexFor(accountId, knowledgeVersion);
+    return replyFrom(await indexFor(accountId, knowledgeVersion), accountId, question, history, persona);
+  }
+
+  /** reply() on an index already in hand. */
+  function replyFrom(index: KnowledgeIndex, accountId: string, question: string, history: ChatTurn[], persona: AssistantSettings) {
     return answerWithFallback(index, provider, question, {
       persona: { name: persona.name, tone: persona.tone },
       minConfidence: persona.minConfidence,
@@ -203,10 +207,11 @@ export function createAssistantService(
       const history = body.history ?? [];
       // As the chat reads a message: without its email addresses (contact details, not words to look up).
       const question = body.content.replace(EMAILS_IN_TEXT, ' ');
-      const persona = await settings(accountId);
-      const answered = await reply(accountId, question, history, persona);
+      // One read of the knowledge version for the reply and the matches, beside the settings' read.
+      const [index, persona] = await Promise.all([indexFor(accountId), settings(accountId)]);
+      const answered = await replyFrom(index, accountId, question, history, persona);
       const aboutKnowledge = answered.kind === 'answer' || answered.kind === 'no_answer';
-      const decision = aboutKnowledge ? decide(await indexFor(accountId), stripMarkup(question).trim(), { history }) : undefined;
+      const decision = aboutKnowledge ? decide(index, stripMarkup(question).trim(), { history }) : undefined;
       return {
         outcome: answered.kind,
         reply: answered.content,
