@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { resourceError } from '../db/resource-errors.js';
+import { pathOf } from '../lib/log.js';
 import { patternRule } from './schemas.js';
 
 /** The closed set of error codes (spec "Errors") and the one place that maps each to its HTTP status. */
@@ -47,7 +48,7 @@ export function rejectBlank(field: string, value: string | null | undefined) {
 
 export const notFound = (what: string, id: string) => new ApiError('NOT_FOUND', `${what} ${id} not found`);
 /** An unknown route (or a method the path does not take: the code set has no 405). */
-export const noRoute = (req: { method: string; url: string }) => new ApiError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+export const noRoute = (req: { method: string; url: string }) => new ApiError('NOT_FOUND', `no route ${req.method} ${pathOf(req.url)}`);
 
 export function failureBody(code: ErrorCode, message: string) {
   return { success: false as const, error: { code, message } };

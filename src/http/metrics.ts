@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
-import type { Logger } from '../lib/log.js';
+import { pathOf, type Logger } from '../lib/log.js';
 import { EXPOSITION_CONTENT_TYPE, labelPairs, type Exposition } from '../lib/prometheus.js';
 import { ApiError, ERROR_STATUS, failureBody } from './errors.js';
 import { hooksOf } from './json.js';
@@ -163,7 +163,7 @@ export async function startMetricsServer(opts: { host: string; port: number; tok
   const fail = (res: http.ServerResponse, err: ApiError, head: boolean) =>
     send(res, ERROR_STATUS[err.code], 'application/json; charset=utf-8', JSON.stringify(failureBody(err.code, err.message)), head);
   const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = pathOf(req.url ?? '/');
     const head = req.method === 'HEAD';
     // A body, if any, is not read: drained so the connection can carry the next request.
     req.resume();
