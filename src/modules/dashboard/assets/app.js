@@ -1161,6 +1161,7 @@
   /** A textarea reads its text with \n line ends: a stored \r\n is not a change the user made. */
   const asEdited = (text) => text.replace(/\r\n?/g, '\n');
 
+  /** A link to a document's or FAQ's editor. */
   const sourceLink = (type, id, text) => h('a', { href: `#/knowledge/${type === 'faq' ? 'faqs' : 'documents'}/${encodeURIComponent(id)}` }, text);
 
   /**
@@ -1415,7 +1416,7 @@
       ),
       h('h4', {}, 'Suggested FAQs (filed as pending: write the answer, then approve)'),
       r.suggestedFaqs.length > 0
-        ? h('ul', { class: 'suggested' }, r.suggestedFaqs.map((f) => h('li', { 'data-id': f.id }, h('a', { href: `#/knowledge/faqs/${encodeURIComponent(f.id)}` }, f.question))))
+        ? h('ul', { class: 'suggested' }, r.suggestedFaqs.map((f) => h('li', { 'data-id': f.id }, sourceLink('faq', f.id, f.question))))
         : h('p', { class: 'muted empty' }, 'None.'),
     ];
   }
